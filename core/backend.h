@@ -1,0 +1,44 @@
+// The device backend interface (DESIGN.md §4): emu (CPU emulation of the kernels), fault (emu with
+// one injected defect) and ascend (the real aclnn kernels, loaded at run time).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/defect.h"
+#include "core/problem.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace opgate {
+
+struct Support {
+  bool yes = true;
+  std::string reason;  // why not (SKIPPED verdict)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Device facts recorded in reports (SoC, versions, which library serves each op).
+  virtual nlohmann::json probe() const = 0;
+  virtual Support supports(const Problem& problem) const = 0;
+  // Runs the kernel: reads the packed input images, writes into the pre-allocated (poisoned)
+  // output images. kBackendError carries the device's code and message.
+  virtual Status run(const Problem& problem, const TensorMap& inputs, TensorMap& outputs) = 0;
+  // For rejected calls on a real device: the code its GetWorkspaceSize returns (0 = accepted).
+  // Emulators return the reference's code, so they never disagree.
+  virtual Expected<int64_t> rejection_code(const Problem& problem) = 0;
+};
+
+// "emu", "fault:<defect>" or "ascend". Unknown names or defects are kParseError naming them;
+// an unavailable device is kUnsupported with the exact reason.
+Expected<std::unique_ptr<Backend>> make_backend(const std::string& name);
+// Every defect of the fault backend, across operators.
+std::vector<DefectInfo> all_defects();
+
+}  // namespace opgate

@@ -1,0 +1,234 @@
+// Strict case-file loading: every error names the file, the case and the key.
+#include "core/case.h"
+
+#include <fmt/format.h>
+
+#include "core/npy.h"
+#include "core/op_registry.h"
+
+namespace opgate {
+namespace {
+
+const char* const kFileKeys[] = {"op", "defaults", "cases", "note"};
+const char* const kCaseKeys[] = {"id", "op", "params", "tensors", "seed", "fill", "expect",
+                                 "tags", "issue", "note"};
+
+template <size_t N>
+Status check_keys(const nlohmann::json& j, const char* const (&allowed)[N], const std::string& where) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool ok = false;
+    for (const char* k : allowed) ok = ok || it.key() == k;
+    if (!ok) {
+      std::string list;
+      for (const char* k : allowed) list += (list.empty() ? "" : ", ") + std::string(k);
+      return parse_error(fmt::format("{}: unknown key '{}' (allowed: {})", where, it.key(), list));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+const char* fill_mode_name(FillMode m) {
+  switch (m) {
+    case FillMode::kExact: return "exact";
+    case FillMode::kRealistic: return "realistic";
+    case FillMode::kAdversarial: return "adversarial";
+  }
+  return "?";
+}
+
+Expected<FillMode> parse_fill_mode(const std::string& name) {
+  for (FillMode m : {FillMode::kExact, FillMode::kRealistic, FillMode::kAdversarial}) {
+    if (name == fill_mode_name(m)) return m;
+  }
+  return parse_error(fmt::format("unknown fill mode '{}' (exact, realistic, adversarial)", name));
+}
+
+Expected<Case> parse_case(const nlohmann::json& j, const std::string& origin, const std::string& file_op,
+                          const nlohmann::json& defaults) {
+  if (!j.is_object()) return parse_error(fmt::format("{}: a case must be a JSON object", origin));
+  Case c;
+  if (!j.contains("id") || !j["id"].is_string() || j["id"].get<std::string>().empty()) {
+    return parse_error(fmt::format("{}: field 'id': missing or not a non-empty string", origin));
+  }
+  c.id = j["id"].get<std::string>();
+  const std::string where = fmt::format("{}: case '{}'", origin, c.id);
+  OPGATE_TRY(check_keys(j, kCaseKeys, where));
+  c.op = file_op;
+  if (j.contains("op")) {
+    if (!j["op"].is_string()) return parse_error(where + ": field 'op': not a string");
+    c.op = j["op"].get<std::string>();
+  }
+  const OpInfo* info = find_op(c.op);
+  if (info == nullptr) {
+    return parse_error(fmt::format("{}: field 'op': unknown operator '{}' (known: {})", where,
+                                   c.op.empty() ? "<missing>" : c.op, known_ops_text()));
+  }
+  c.op = info->stem;
+  c.params = defaults.is_object() ? defaults : nlohmann::json::object();
+  if (j.contains("params")) {
+    if (!j["params"].is_object()) return parse_error(where + ": field 'params': not an object");
+    for (auto it = j["params"].begin(); it != j["params"].end(); ++it) c.params[it.key()] = it.value();
+  }
+  if (j.contains("tensors")) {
+    if (!j["tensors"].is_object()) return parse_error(where + ": field 'tensors': not an object");
+    c.tensors = j["tensors"];
+  }
+  if (j.contains("seed")) {
+    if (!j["seed"].is_number_unsigned() && !(j["seed"].is_number_integer() && j["seed"].get<int64_t>() >= 0)) {
+      return parse_error(where + ": field 'seed': not a non-negative integer");
+    }
+    c.seed = j["seed"].get<uint64_t>();
+  }
+  if (j.contains("fill")) {
+    if (!j["fill"].is_string()) return parse_error(where + ": field 'fill': not a string");
+    auto m = parse_fill_mode(j["fill"].get<std::string>());
+    if (!m) return m.status().with_context(where + ": field 'fill'");
+    c.fill = *m;
+  }
+  if (j.contains("expect")) {
+    const auto& e = j["expect"];
+    if (e.is_string() && e.get<std::string>() == "ok") {
+      c.expect = 0;
+    } else if (e.is_number_integer() && e.get<int64_t>() > 0) {
+      c.expect = e.get<int64_t>();
+    } else {
+      return parse_error(where + ": field 'expect': must be \"ok\" or a positive aclnn error code");
+    }
+  }
+  if (j.contains("tags")) {
+    if (!j["tags"].is_array()) return parse_error(where + ": field 'tags': not an array of strings");
+    for (const auto& t : j["tags"]) {
+      if (!t.is_string()) return parse_error(where + ": field 'tags': not an array of strings");
+      c.tags.push_back(t.get<std::string>());
+    }
+  }
+  for (const char* k : {"issue", "note"}) {
+    if (!j.contains(k)) continue;
+    if (!j[k].is_string()) return parse_error(fmt::format("{}: field '{}': not a string", where, k));
+    (std::string(k) == "issue" ? c.issue : c.note) = j[k].get<std::string>();
+  }
+  return c;
+}
+
+Expected<std::vector<Case>> parse_cases_text(const std::string& text, const std::string& origin) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return parse_error(fmt::format("{}: malformed JSON at byte {}: {}", origin, e.byte, e.what()));
+  }
+  std::vector<Case> out;
+  if (doc.is_object() && !doc.contains("cases")) {  // a single case (failed/<id>.json, repro text)
+    OPGATE_ASSIGN_OR_RETURN(Case c, parse_case(doc, origin, "", nlohmann::json::object()));
+    out.push_back(std::move(c));
+    return out;
+  }
+  if (!doc.is_object()) return parse_error(origin + ": a case file must be a JSON object with 'cases'");
+  OPGATE_TRY(check_keys(doc, kFileKeys, origin));
+  std::string file_op;
+  if (doc.contains("op")) {
+    if (!doc["op"].is_string()) return parse_error(origin + ": field 'op': not a string");
+    file_op = doc["op"].get<std::string>();
+    if (find_op(file_op) == nullptr) {
+      return parse_error(fmt::format("{}: field 'op': unknown operator '{}' (known: {})", origin, file_op,
+                                     known_ops_text()));
+    }
+  }
+  nlohmann::json defaults = nlohmann::json::object();
+  if (doc.contains("defaults")) {
+    if (!doc["defaults"].is_object()) return parse_error(origin + ": field 'defaults': not an object");
+    defaults = doc["defaults"];
+  }
+  if (!doc["cases"].is_array()) return parse_error(origin + ": field 'cases': not an array");
+  std::string tier = origin;
+  if (auto slash = tier.find_last_of('/'); slash != std::string::npos) tier = tier.substr(slash + 1);
+  if (auto dot = tier.find('.'); dot != std::string::npos) tier = tier.substr(0, dot);
+  size_t n = 0;
+  for (const auto& cj : doc["cases"]) {
+    OPGATE_ASSIGN_OR_RETURN(Case c, parse_case(cj, fmt::format("{}: cases[{}]", origin, n), file_op, defaults));
+    c.source = origin;
+    c.tier = tier;
+    for (const auto& prev : out) {
+      if (prev.id == c.id) return parse_error(fmt::format("{}: duplicate case id '{}'", origin, c.id));
+    }
+    if (tier == "regression" && c.issue.empty()) {
+      return parse_error(fmt::format("{}: case '{}': field 'issue': mandatory in regression files", origin, c.id));
+    }
+    out.push_back(std::move(c));
+    ++n;
+  }
+  return out;
+}
+
+Expected<std::vector<Case>> load_case_file(const std::string& path) {
+  OPGATE_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  return parse_cases_text(text, path);
+}
+
+nlohmann::json case_to_json(const Case& c) {
+  nlohmann::json j{{"id", c.id}, {"op", c.op}, {"params", c.params}, {"seed", c.seed},
+                   {"fill", fill_mode_name(c.fill)}};
+  if (!c.tensors.empty()) j["tensors"] = c.tensors;
+  j["expect"] = c.expect == 0 ? nlohmann::json("ok") : nlohmann::json(c.expect);
+  if (!c.tags.empty()) j["tags"] = c.tags;
+  if (!c.issue.empty()) j["issue"] = c.issue;
+  if (!c.note.empty()) j["note"] = c.note;
+  return j;
+}
+
+Expected<std::unique_ptr<Problem>> make_problem(const Case& c) {
+  const OpInfo* info = find_op(c.op);
+  if (info == nullptr) {
+    return parse_error(fmt::format("case '{}': unknown operator '{}' (known: {})", c.id, c.op, known_ops_text()));
+  }
+  auto p = info->parse(c.params, c.tensors);
+  if (!p) {
+    return p.status().with_context(
+        c.source.empty() ? fmt::format("case '{}'", c.id) : fmt::format("{}: case '{}'", c.source, c.id));
+  }
+  return p;
+}
+
+Status apply_spec_overrides(SpecMap& specs, const nlohmann::json& overrides) {
+  if (overrides.is_null()) return Status::ok();
+  if (!overrides.is_object()) return parse_error("field 'tensors': not an object");
+  for (auto it = overrides.begin(); it != overrides.end(); ++it) {
+    auto s = specs.find(it.key());
+    if (s == specs.end()) {
+      std::string names;
+      for (const auto& kv : specs) names += (names.empty() ? "" : ", ") + kv.first;
+      return parse_error(fmt::format("field 'tensors': unknown tensor '{}' (tensors: {})", it.key(), names));
+    }
+    const auto& o = it.value();
+    if (!o.is_object()) return parse_error(fmt::format("field 'tensors.{}': not an object", it.key()));
+    for (auto f = o.begin(); f != o.end(); ++f) {
+      const std::string where = fmt::format("field 'tensors.{}.{}'", it.key(), f.key());
+      if (f.key() == "dtype") {
+        if (!f.value().is_string()) return parse_error(where + ": not a string");
+        auto d = parse_dtype(f.value().get<std::string>());
+        if (!d) return d.status().with_context(where);
+        s->second.dtype = *d;
+      } else if (f.key() == "shape") {
+        if (!f.value().is_array()) return parse_error(where + ": not an array of integers");
+        Shape shape;
+        for (const auto& e : f.value()) {
+          if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() > (int64_t{1} << 40)) {
+            return parse_error(where + ": extents must be integers in [0, 2^40]");
+          }
+          shape.push_back(e.get<int64_t>());
+        }
+        s->second.shape = shape;
+      } else if (f.key() == "present") {
+        if (!f.value().is_boolean()) return parse_error(where + ": not a boolean");
+        s->second.present = f.value().get<bool>();
+      } else {
+        return parse_error(where + ": unknown key (allowed: dtype, shape, present)");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace opgate

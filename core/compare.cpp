@@ -1,0 +1,448 @@
+// Comparator, standards, metrics and vacuity check (DESIGN.md §6; style-and-layout.md B7).
+#include "core/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace opgate {
+namespace {
+
+// Per-dtype constants of the published Ascend standards (anchors.md A6).
+struct MixedConst {
+  double rtol, atol, floor;
+};
+MixedConst mixed_const(DType t) {
+  switch (t) {
+    case DType::kF16: return {0x1p-9, 0x1p-9, 0.1};
+    case DType::kBF16: return {0x1p-6, 0x1p-6, 1.0};
+    default: return {0x1p-10, 0x1p-16, 0.01};
+  }
+}
+double mere_threshold(DType t) {
+  switch (t) {
+    case DType::kF16: return 0x1p-10;
+    case DType::kBF16: return 0x1p-7;
+    default: return 0x1p-13;
+  }
+}
+double dual_rtol(DType t) {
+  switch (t) {
+    case DType::kF16: return 1e-3;
+    case DType::kBF16: return 4e-3;
+    default: return 1e-4;
+  }
+}
+constexpr double kMixedRatio = 0.99;
+constexpr double kDualFraction = 0.001;
+constexpr double kMereEps = 1e-7;
+constexpr size_t kMaxPoints = 10;
+
+bool same_value(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return a == b && std::signbit(a) == std::signbit(b);
+}
+
+// The element's allowance under `check` (the largest |got - exp| that is fine for this element).
+double element_allowance(const OutputCheck& check, double e, double mag) {
+  const Tolerance& t = check.tol;
+  const DType T = check.device_dtype;
+  switch (check.kind) {
+    case CheckKind::kExact: return 0;
+    case CheckKind::kQuantized: return static_cast<double>(check.max_steps);
+    case CheckKind::kUndefined: return std::numeric_limits<double>::infinity();
+    case CheckKind::kTolerance: break;
+  }
+  switch (t.standard) {
+    case Standard::kBound: {
+      const double acc = t.c * t.u_acc * mag;
+      // The final rounding happens at the accumulated value, which may sit one binade higher.
+      return acc + t.out_ulps * ulp(T, std::fabs(e) + acc);
+    }
+    case Standard::kAscendMixed: {
+      const MixedConst m = mixed_const(T);
+      return m.atol + m.rtol * std::fabs(e);
+    }
+    case Standard::kMereMare: return 10 * mere_threshold(T) * (std::fabs(e) + kMereEps);
+    case Standard::kDualThousandth: return dual_rtol(T) * std::max(1.0, std::fabs(e));
+    case Standard::kAllclose: return t.atol + t.rtol * std::fabs(e);
+  }
+  return 0;
+}
+
+// How many elements may fail their elementwise criterion before the output fails.
+int64_t allowed_bad(const OutputCheck& check, int64_t compared) {
+  if (check.kind != CheckKind::kTolerance) return 0;
+  double frac = 0;
+  switch (check.tol.standard) {
+    case Standard::kBound:
+    case Standard::kAllclose: frac = check.tol.max_bad_fraction; break;
+    case Standard::kAscendMixed: frac = 1 - kMixedRatio; break;
+    case Standard::kDualThousandth: frac = kDualFraction; break;
+    case Standard::kMereMare: frac = 0; break;  // MARE < 10 T rejects any single element
+  }
+  return static_cast<int64_t>(std::floor(frac * static_cast<double>(compared) + 1e-9));
+}
+
+bool cared(const Tensor& care, int64_t i) { return !care.defined() || care.get(i) != 0; }
+
+void keep_worst(std::vector<std::pair<double, ComparePoint>>& worst, double score, ComparePoint p) {
+  if (worst.size() < kMaxPoints) {
+    worst.emplace_back(score, std::move(p));
+  } else {
+    auto min_it = std::min_element(worst.begin(), worst.end(),
+                                   [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (score <= min_it->first) return;
+    *min_it = {score, std::move(p)};
+  }
+}
+
+int ulp_bucket(double ulps) {
+  if (ulps == 0) return 0;
+  if (ulps <= 1) return 1;
+  if (ulps <= 2) return 2;
+  if (ulps <= 4) return 3;
+  if (ulps <= 8) return 4;
+  if (ulps <= 16) return 5;
+  if (ulps <= 64) return 6;
+  return 7;
+}
+
+}  // namespace
+
+const char* check_kind_name(CheckKind k) {
+  switch (k) {
+    case CheckKind::kExact: return "exact";
+    case CheckKind::kTolerance: return "tolerance";
+    case CheckKind::kQuantized: return "quantized";
+    case CheckKind::kUndefined: return "undefined";
+  }
+  return "?";
+}
+
+const char* standard_name(Standard s) {
+  switch (s) {
+    case Standard::kBound: return "bound";
+    case Standard::kAscendMixed: return "ascend-mixed";
+    case Standard::kMereMare: return "mere-mare";
+    case Standard::kDualThousandth: return "dual-thousandth";
+    case Standard::kAllclose: return "allclose";
+  }
+  return "?";
+}
+
+std::optional<Standard> parse_standard(const std::string& name) {
+  for (Standard s : {Standard::kBound, Standard::kAscendMixed, Standard::kMereMare,
+                     Standard::kDualThousandth, Standard::kAllclose}) {
+    if (name == standard_name(s)) return s;
+  }
+  return std::nullopt;
+}
+
+CompareResult compare_output(const OutputCheck& check, const Tensor& expected, const Tensor& got,
+                             const Tensor& magnitude, const Tensor& care,
+                             std::optional<uint64_t> poison_bits) {
+  CompareResult r;
+  r.name = check.name;
+  r.kind = check.kind;
+  r.standard = check.kind == CheckKind::kTolerance ? standard_name(check.tol.standard)
+                                                   : check_kind_name(check.kind);
+  CompareMetrics& m = r.metrics;
+  m.elements = got.numel();
+  if (check.kind == CheckKind::kUndefined) {
+    r.message = "not compared (undefined output)";
+    return r;
+  }
+  if (expected.shape() != got.shape()) {
+    r.passed = false;
+    r.message = fmt::format("shape mismatch: expected {} got {}", shape_to_string(expected.shape()),
+                            shape_to_string(got.shape()));
+    return r;
+  }
+  const DType T = check.device_dtype;
+  const bool integer_expected = is_integer(expected.dtype());
+  std::vector<std::pair<double, ComparePoint>> worst;
+  double sum_rel = 0, sum_sq = 0, dot = 0, norm_e = 0, norm_g = 0;
+  int64_t n_pos = 0, n_neg = 0, n_finite = 0;
+  double worst_abs_er = 0;  // rounded expected at the element with the largest abs error
+
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    if (!cared(care, i)) continue;
+    ++m.compared;
+    const double e = expected.get(i);
+    const double er = integer_expected ? e : round_to(T, e, check.rounding);
+    const double g = got.get(i);
+    const double mag = magnitude.defined() ? magnitude.get(i) : 0.0;
+    const double allowed = element_allowance(check, e, mag);
+    const bool poison = poison_bits && got.bits(i) == *poison_bits && !same_value(er, g);
+    bool ok;
+    double abs_err = 0;
+    const double ref = check.kind == CheckKind::kTolerance ? e : er;
+    if (!std::isfinite(er) || !std::isfinite(e)) {
+      ok = same_value(er, g) || (std::isnan(e) && std::isnan(g));
+      abs_err = ok ? 0 : std::numeric_limits<double>::infinity();
+      if (!ok) ++m.nonfinite_mismatch;
+    } else if (!std::isfinite(g)) {
+      ok = false;
+      abs_err = std::numeric_limits<double>::infinity();
+      ++m.nonfinite_mismatch;
+    } else {
+      abs_err = std::fabs(g - ref);
+      ok = check.kind == CheckKind::kExact ? same_value(er, g) : abs_err <= allowed;
+      const double rel = abs_err / (std::fabs(ref) + kMereEps);
+      ++n_finite;
+      sum_rel += rel;
+      sum_sq += abs_err * abs_err;
+      m.mare = std::max(m.mare, rel);
+      if (ref != 0) m.max_rel = std::max(m.max_rel, abs_err / std::fabs(ref));
+      if (abs_err > m.max_abs) {
+        m.max_abs = abs_err;
+        worst_abs_er = er;
+      }
+      dot += g * ref;
+      norm_e += ref * ref;
+      norm_g += g * g;
+      if (g > ref) ++n_pos;
+      if (g < ref) ++n_neg;
+      if (is_floating(T)) {
+        const double ulps = std::fabs(g - er) / ulp(T, er);
+        m.max_ulp = std::max(m.max_ulp, ulps);
+        ++m.ulp_hist[static_cast<size_t>(ulp_bucket(ulps))];
+      }
+    }
+    if (poison) ++m.poison_left;
+    if (!ok) ++m.mismatches;
+    if (!ok || abs_err > 0) {
+      ComparePoint p;
+      p.flat = i;
+      p.index = got.unravel(i);
+      p.expected = e;
+      p.expected_rounded = er;
+      p.got = g;
+      p.abs_err = abs_err;
+      p.rel_err = std::isfinite(abs_err) ? abs_err / (std::fabs(ref) + kMereEps) : abs_err;
+      p.allowed = allowed;
+      p.poison = poison;
+      if (!ok && r.first_failures.size() < kMaxPoints) r.first_failures.push_back(p);
+      const double score = allowed > 0 ? abs_err / allowed : abs_err * 1e300;
+      keep_worst(worst, ok ? score : score + 1e300, std::move(p));
+    }
+  }
+  if (n_finite > 0) {
+    m.mere = sum_rel / static_cast<double>(n_finite);
+    m.rmse = std::sqrt(sum_sq / static_cast<double>(n_finite));
+  }
+  if (m.compared > 0) m.error_balance = static_cast<double>(n_pos - n_neg) / static_cast<double>(m.compared);
+  if (norm_e > 0 && norm_g > 0) {
+    m.cosine = dot / (std::sqrt(norm_e) * std::sqrt(norm_g));
+  } else {
+    m.cosine = (norm_e == 0 && norm_g == 0) ? 1.0 : 0.0;
+  }
+  std::sort(worst.begin(), worst.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (auto& w : worst) r.worst.push_back(std::move(w.second));
+
+  // Output-level decision: elementwise failures within the standard's allowance, plus the
+  // standard's aggregate criteria.
+  r.passed = m.mismatches <= allowed_bad(check, m.compared) && m.nonfinite_mismatch == 0;
+  std::string why;
+  if (check.kind == CheckKind::kTolerance && check.tol.standard == Standard::kAscendMixed) {
+    const double cap = std::max(mixed_const(T).floor, 32 * ulp(T, worst_abs_er));
+    if (m.max_abs > cap) {
+      r.passed = false;
+      why = fmt::format("max abs error {:.6g} > cap {:.6g}", m.max_abs, cap);
+    }
+  }
+  if (check.kind == CheckKind::kTolerance && check.tol.standard == Standard::kMereMare) {
+    const double t = mere_threshold(T);
+    if (m.mere >= t) {
+      r.passed = false;
+      why = fmt::format("MERE {:.6g} >= {:.6g}", m.mere, t);
+    }
+  }
+  if (m.poison_left > 0) {
+    r.passed = false;
+    why = fmt::format("{} defined element(s) left unwritten (still poison)", m.poison_left);
+  }
+  if (r.passed) {
+    r.message = fmt::format("ok: {} compared, max abs {:.3g}, max ulp {:.3g}", m.compared, m.max_abs,
+                            m.max_ulp);
+  } else {
+    r.message = fmt::format("{} of {} compared elements outside {} (allowed {}){}{}", m.mismatches,
+                            m.compared, r.standard, allowed_bad(check, m.compared),
+                            why.empty() ? "" : "; ", why);
+  }
+  return r;
+}
+
+namespace {
+
+// A value of dtype T that is beyond `allowed` from `e` (toward +inf, else toward -inf).
+std::optional<double> value_beyond(DType T, double e, double er, double allowed, bool integer) {
+  for (double dir : {1.0, -1.0}) {
+    double v;
+    if (integer || !is_floating(T)) {
+      v = round_to(T, er + dir * (std::floor(allowed) + 1));
+    } else {
+      v = round_to(T, e + dir * allowed * (1 + 0x1p-20), Rounding::kNearestEven);
+      for (int step = 0; step < 8 && std::fabs(v - e) <= allowed; ++step) v += dir * ulp(T, v);
+    }
+    if (std::isfinite(v) && std::fabs(v - e) > allowed && !same_value(v, er)) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor& expected,
+                                         const Tensor& got, const Tensor& magnitude,
+                                         const Tensor& care) {
+  if (check.kind == CheckKind::kUndefined) return std::nullopt;
+  const DType T = check.device_dtype;
+  const bool integer_expected = is_integer(expected.dtype());
+  // Candidates: cared elements with a finite expected value, largest magnitude first, so the
+  // perturbation lands on a non-trivial element.
+  std::vector<std::pair<double, int64_t>> cand;
+  int64_t compared = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    if (!cared(care, i)) continue;
+    ++compared;
+    const double e = expected.get(i);
+    if (std::isfinite(e)) cand.emplace_back(std::fabs(e), i);
+  }
+  if (compared == 0) return fmt::format("{}: no element is compared (care mask is empty)", check.name);
+  const int64_t needed = allowed_bad(check, compared) + 1;
+  if (static_cast<int64_t>(cand.size()) < needed) {
+    return fmt::format("{}: only {} finite element(s); the standard needs {} bad ones to fail",
+                       check.name, cand.size(), needed);
+  }
+  std::stable_sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  Tensor perturbed = got.clone();
+  std::string example;
+  for (int64_t n = 0; n < needed; ++n) {
+    const int64_t i = cand[static_cast<size_t>(n)].second;
+    const double e = expected.get(i);
+    const double er = integer_expected ? e : round_to(T, e, check.rounding);
+    const double mag = magnitude.defined() ? magnitude.get(i) : 0.0;
+    const double allowed = element_allowance(check, check.kind == CheckKind::kTolerance ? e : er, mag);
+    auto v = value_beyond(T, check.kind == CheckKind::kTolerance ? e : er, er, allowed, integer_expected);
+    if (!v) {
+      return fmt::format("{}: element {} has tolerance {:.3g}, wider than its dtype's range", check.name,
+                         shape_to_string(got.unravel(i)), allowed);
+    }
+    if (example.empty()) {
+      example = fmt::format("{} from {:.6g} to {:.6g}", shape_to_string(got.unravel(i)), got.get(i), *v);
+    }
+    perturbed.set(i, *v);
+  }
+  if (compare_output(check, expected, perturbed, magnitude, care).passed) {
+    return fmt::format("{}: moving {} element(s) beyond tolerance (e.g. {}) still passes", check.name,
+                       needed, example);
+  }
+  // Row swap: an exact output whose compared rows are all identical cannot see a permutation.
+  if (check.kind == CheckKind::kExact && got.rank() >= 2 && got.dim(0) >= 2) {
+    const int64_t rows = got.dim(0);
+    const int64_t width = got.numel() / rows;
+    std::vector<int64_t> full_rows;
+    for (int64_t row = 0; row < rows; ++row) {
+      bool all = true;
+      for (int64_t j = 0; j < width && all; ++j) all = cared(care, row * width + j);
+      if (all) full_rows.push_back(row);
+    }
+    if (full_rows.size() >= 2) {
+      const int64_t r0 = full_rows[0];
+      std::optional<int64_t> r1;
+      for (size_t k = 1; k < full_rows.size() && !r1; ++k) {
+        for (int64_t j = 0; j < width; ++j) {
+          if (!same_value(expected.get(r0 * width + j), expected.get(full_rows[k] * width + j))) {
+            r1 = full_rows[k];
+            break;
+          }
+        }
+      }
+      if (!r1) {
+        return fmt::format("{}: all {} compared rows are identical, so a row permutation would pass",
+                           check.name, full_rows.size());
+      }
+      Tensor swapped = got.clone();
+      for (int64_t j = 0; j < width; ++j) {
+        swapped.set_bits(r0 * width + j, got.bits(*r1 * width + j));
+        swapped.set_bits(*r1 * width + j, got.bits(r0 * width + j));
+      }
+      if (compare_output(check, expected, swapped, magnitude, care).passed) {
+        return fmt::format("{}: swapping rows {} and {} still passes", check.name, r0, *r1);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+nlohmann::json to_json(const OutputCheck& c) {
+  nlohmann::json j{{"name", c.name}, {"kind", check_kind_name(c.kind)}, {"dtype", dtype_name(c.device_dtype)},
+                   {"reason", c.reason}};
+  if (c.kind == CheckKind::kTolerance) {
+    j["standard"] = standard_name(c.tol.standard);
+    if (c.tol.standard == Standard::kBound) {
+      j["c"] = c.tol.c;
+      j["u_acc"] = c.tol.u_acc;
+      j["out_ulps"] = c.tol.out_ulps;
+    }
+    if (c.tol.standard == Standard::kAllclose) {
+      j["rtol"] = c.tol.rtol;
+      j["atol"] = c.tol.atol;
+      j["max_bad_fraction"] = c.tol.max_bad_fraction;
+    }
+  }
+  if (c.kind == CheckKind::kQuantized) j["max_steps"] = c.max_steps;
+  return j;
+}
+
+namespace {
+nlohmann::json point_json(const ComparePoint& p) {
+  // JSON has no infinity: non-finite numbers are written as strings.
+  auto num = [](double v) -> nlohmann::json {
+    if (std::isfinite(v)) return v;
+    return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+  };
+  nlohmann::json j{{"index", p.index}, {"expected", num(p.expected)}, {"expected_rounded", num(p.expected_rounded)},
+                   {"got", num(p.got)}, {"abs_err", num(p.abs_err)}, {"rel_err", num(p.rel_err)},
+                   {"allowed", num(p.allowed)}};
+  if (p.poison) j["poison"] = true;
+  if (!p.where.empty()) j["where"] = p.where;
+  return j;
+}
+}  // namespace
+
+nlohmann::json to_json(const CompareResult& r) {
+  const CompareMetrics& m = r.metrics;
+  auto num = [](double v) -> nlohmann::json { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json("inf"); };
+  nlohmann::json j{{"name", r.name},
+                   {"check", r.standard},
+                   {"passed", r.passed},
+                   {"message", r.message},
+                   {"metrics",
+                    {{"elements", m.elements},
+                     {"compared", m.compared},
+                     {"mismatches", m.mismatches},
+                     {"poison_left", m.poison_left},
+                     {"max_abs", num(m.max_abs)},
+                     {"max_rel", num(m.max_rel)},
+                     {"mere", num(m.mere)},
+                     {"mare", num(m.mare)},
+                     {"rmse", num(m.rmse)},
+                     {"error_balance", m.error_balance},
+                     {"cosine", num(m.cosine)},
+                     {"max_ulp", num(m.max_ulp)},
+                     {"ulp_hist", m.ulp_hist}}}};
+  if (!r.first_failures.empty()) {
+    for (const auto& p : r.first_failures) j["first_failures"].push_back(point_json(p));
+  }
+  if (!r.worst.empty()) {
+    for (const auto& p : r.worst) j["worst"].push_back(point_json(p));
+  }
+  return j;
+}
+
+}  // namespace opgate

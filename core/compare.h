@@ -1,0 +1,123 @@
+// The comparator: per-output checks (exact, tolerance, quantized, undefined regions), the named
+// tolerance standards of DESIGN.md §6, the metrics every report records, and the vacuity check.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+
+namespace opgate {
+
+enum class CheckKind {
+  kExact,      // bits of got == bits of expected rounded to the device dtype (NaN matches NaN)
+  kTolerance,  // floating: the standard in `Tolerance` decides
+  kQuantized,  // integer-quantised: |got - round(expected)| <= max_steps
+  kUndefined,  // not compared at all (the API leaves the whole output unspecified)
+};
+
+enum class Standard {
+  kBound,           // |got - exp| <= c * u_acc * magnitude_i + out_ulps * ulp_T(exp_i)
+  kAscendMixed,     // opbase mixed: |a-g| <= atol + rtol|g| on >= 99 %, max abs <= max(floor, 32 ulp)
+  kMereMare,        // ecosystem: MERE < T and MARE < 10 T
+  kDualThousandth,  // torch_npu style: abs or rel error <= rtol on >= 99.9 % of elements
+  kAllclose,        // |a-g| <= atol + rtol|g| on all but max_bad_fraction of the elements
+};
+
+const char* check_kind_name(CheckKind k);
+const char* standard_name(Standard s);
+std::optional<Standard> parse_standard(const std::string& name);
+
+struct Tolerance {
+  Standard standard = Standard::kBound;
+  // kBound: the accumulation constant c (e.g. number of terms in the worst rounding chain), the unit
+  // roundoff of the accumulation dtype, and the final rounding to the output dtype in its ulps.
+  double c = 1.0;
+  double u_acc = 0x1p-24;
+  double out_ulps = 0.5;
+  // kAllclose (kAscendMixed, kMereMare and kDualThousandth take theirs from the dtype).
+  double rtol = 0.0;
+  double atol = 0.0;
+  double max_bad_fraction = 0.0;
+};
+
+struct OutputCheck {
+  std::string name;        // aclnn output name
+  CheckKind kind = CheckKind::kExact;
+  DType device_dtype = DType::kF32;
+  Rounding rounding = Rounding::kNearestEven;  // how the kernel rounds its result to the dtype
+  Tolerance tol;
+  int64_t max_steps = 1;   // kQuantized
+  std::string reason;      // why this check and these numbers; printed in verbose reports
+};
+
+struct ComparePlan {
+  std::vector<OutputCheck> outputs;
+};
+
+// One element of an output, as reported.
+struct ComparePoint {
+  int64_t flat = 0;
+  std::vector<int64_t> index;
+  double expected = 0;          // raw reference value
+  double expected_rounded = 0;  // rounded to the device dtype
+  double got = 0;
+  double abs_err = 0;
+  double rel_err = 0;
+  double allowed = 0;           // the element's tolerance (0 for exact)
+  bool poison = false;          // got still holds the poison pattern
+  std::string where;            // domain terms, filled by the caller (e.g. "row 3 (r 1, k 1), col 7")
+};
+
+struct CompareMetrics {
+  int64_t elements = 0;     // numel
+  int64_t compared = 0;     // cared elements
+  int64_t mismatches = 0;   // elements failing their elementwise criterion
+  int64_t poison_left = 0;  // cared elements still holding poison
+  int64_t nonfinite_mismatch = 0;
+  double max_abs = 0, max_rel = 0;
+  double mere = 0, mare = 0;  // mean / max of |a-g| / (|g| + 1e-7)
+  double rmse = 0;
+  double error_balance = 0;   // (#(got > exp) - #(got < exp)) / compared
+  double cosine = 1;
+  // ULP histogram in device-dtype ulps at the expected value: 0, 1, 2, 3-4, 5-8, 9-16, 17-64, >64.
+  std::array<int64_t, 8> ulp_hist{};
+  double max_ulp = 0;
+};
+
+struct CompareResult {
+  std::string name;
+  CheckKind kind = CheckKind::kExact;
+  std::string standard;  // "exact", "bound", ... for the report
+  bool passed = true;
+  std::string message;   // one line: why it failed, or the headline metrics
+  CompareMetrics metrics;
+  std::vector<ComparePoint> first_failures;  // first in index order (at most 10)
+  std::vector<ComparePoint> worst;           // largest errors relative to allowance (at most 10)
+};
+
+// Compares `got` (device dtype) with `expected` (f64, or integer in the device dtype).
+// `magnitude` (f64) and `care` (u8) may be undefined tensors. `poison_bits` is the pattern the
+// output buffer was pre-filled with (reported as "left unwritten").
+CompareResult compare_output(const OutputCheck& check, const Tensor& expected, const Tensor& got,
+                             const Tensor& magnitude, const Tensor& care,
+                             std::optional<uint64_t> poison_bits = std::nullopt);
+
+// The vacuity check: perturbs a copy of `got` as little as the check should notice (the fewest
+// elements the standard rejects, each moved just beyond its own tolerance; for exact outputs also
+// two distinct rows swapped) and returns why the case is vacuous if the perturbed copy still
+// passes. `got` must itself pass.
+std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor& expected,
+                                         const Tensor& got, const Tensor& magnitude,
+                                         const Tensor& care);
+
+nlohmann::json to_json(const CompareResult& r);
+nlohmann::json to_json(const OutputCheck& c);
+
+}  // namespace opgate

@@ -1,0 +1,65 @@
+// Poison and guard patterns for output buffers.
+#include "core/guard.h"
+
+#include <fmt/format.h>
+
+namespace opgate {
+namespace {
+// Position-dependent guard bytes, so a stray memset or copy of a constant is never mistaken for
+// an intact guard.
+uint8_t guard_byte(size_t i) { return static_cast<uint8_t>(0x5A ^ (i * 31)); }
+}  // namespace
+
+uint64_t poison_bits(DType t) {
+  switch (t) {
+    case DType::kF64: return 0x7FFDEAD5A5A5A5A5ull;
+    case DType::kF32: return 0x7FDEAD5Au;
+    case DType::kF16: return 0x7E5Au;
+    case DType::kBF16: return 0x7FDAu;
+    case DType::kI8:
+    case DType::kU8:
+    case DType::kBool: return 0xA5u;
+    case DType::kI32: return 0xA5A5A5A5u;
+    case DType::kI64:
+    case DType::kU64: return 0xA5A5A5A5A5A5A5A5ull;
+  }
+  return 0;
+}
+
+GuardedBuffer make_guarded(DType dtype, const Shape& shape, size_t guard_bytes) {
+  GuardedBuffer b;
+  b.guard_bytes = guard_bytes;
+  const size_t body = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  b.storage = std::make_shared<std::vector<uint8_t>>(body + 2 * guard_bytes);
+  for (size_t i = 0; i < guard_bytes; ++i) {
+    (*b.storage)[i] = guard_byte(i);
+    (*b.storage)[guard_bytes + body + i] = guard_byte(i + guard_bytes);
+  }
+  b.tensor = Tensor::view(dtype, shape, b.storage, guard_bytes);
+  const uint64_t poison = poison_bits(dtype);
+  for (int64_t i = 0; i < b.tensor.numel(); ++i) b.tensor.set_bits(i, poison);
+  return b;
+}
+
+std::string check_guards(const GuardedBuffer& b) {
+  const size_t body = b.tensor.nbytes();
+  size_t before = 0, after = 0, first_before = 0, first_after = 0;
+  for (size_t i = 0; i < b.guard_bytes; ++i) {
+    if ((*b.storage)[i] != guard_byte(i)) {
+      if (before++ == 0) first_before = b.guard_bytes - i;
+    }
+    if ((*b.storage)[b.guard_bytes + body + i] != guard_byte(i + b.guard_bytes)) {
+      if (after++ == 0) first_after = i;
+    }
+  }
+  if (before == 0 && after == 0) return "";
+  std::string s;
+  if (before > 0) s += fmt::format("{} guard byte(s) before the buffer changed (farthest {} bytes before)", before, first_before);
+  if (after > 0) {
+    s += (s.empty() ? "" : "; ") +
+         fmt::format("{} guard byte(s) after the buffer changed (first at byte {} past the end)", after, first_after);
+  }
+  return s;
+}
+
+}  // namespace opgate

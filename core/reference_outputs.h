@@ -1,0 +1,20 @@
+// What a reference implementation returns besides the expected values: the per-element
+// magnitude its `bound` tolerance needs and the care mask of defined elements (DESIGN.md §6).
+#pragma once
+
+#include "core/tensor.h"
+
+namespace opgate {
+
+struct RefOutputs {
+  // aclnn output name -> expected values: f64 for floating outputs (before rounding to the device
+  // dtype); integer outputs exactly in their device dtype.
+  TensorMap expected;
+  // Optional, f64, same shape: the magnitude of the accumulation behind each element
+  // (e.g. sum_j |x_j * g_j|); absent means 0 (the element is a single rounding of an exact value).
+  TensorMap magnitude;
+  // Optional, u8, same shape: 1 = defined by the API and compared, 0 = undefined. Absent = all 1.
+  TensorMap care;
+};
+
+}  // namespace opgate

@@ -1,0 +1,263 @@
+// Report writers: results.jsonl streams as cases finish; summary.txt and junit.xml are rebuilt
+// from it at the end, so a resumed or merged run reports every case exactly once.
+#include "core/report.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/npy.h"
+
+namespace opgate {
+namespace {
+
+constexpr const char* kVerdictNames[kVerdictCount] = {
+    "PASSED", "FAILED", "MISTRUSTED", "SKIPPED", "EXPECTED_REJECT", "INVALID_CASE", "BACKEND_ERROR",
+    "TIMEOUT", "CRASHED"};
+constexpr size_t kSummaryFailures = 10;
+
+Status make_dir(const std::string& dir) {
+  std::string partial;
+  std::stringstream ss(dir);
+  std::string part;
+  if (!dir.empty() && dir[0] == '/') partial = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    partial += part + "/";
+    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      return io_error(fmt::format("{}: cannot create folder: {}", partial, std::strerror(errno)));
+    }
+  }
+  return Status::ok();
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default:
+        // XML 1.0 forbids most control characters even when escaped.
+        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t') {
+          out += '?';
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* verdict_name(Verdict v) { return kVerdictNames[static_cast<size_t>(v)]; }
+
+Expected<Verdict> parse_verdict(const std::string& name) {
+  for (size_t i = 0; i < kVerdictCount; ++i) {
+    if (name == kVerdictNames[i]) return static_cast<Verdict>(i);
+  }
+  return parse_error(fmt::format("unknown verdict '{}'", name));
+}
+
+bool verdict_fails(Verdict v, bool strict) {
+  switch (v) {
+    case Verdict::kFailed:
+    case Verdict::kInvalidCase:
+    case Verdict::kBackendError:
+    case Verdict::kTimeout:
+    case Verdict::kCrashed: return true;
+    case Verdict::kMistrusted: return strict;
+    default: return false;
+  }
+}
+
+nlohmann::json to_json(const CaseResult& r) {
+  nlohmann::json j{{"id", r.id},
+                   {"op", r.op},
+                   {"tier", r.tier},
+                   {"backend", r.backend},
+                   {"verdict", verdict_name(r.verdict)},
+                   {"reason", r.reason},
+                   {"repro", r.repro},
+                   {"repeats", r.repeats},
+                   {"determinism_checked", r.determinism_checked},
+                   {"ms", {{"fill", r.fill_ms}, {"reference", r.reference_ms}, {"device", r.device_ms},
+                           {"total", r.total_ms}}},
+                   {"outputs", r.outputs}};
+  if (!r.case_json.is_null()) j["case"] = r.case_json;
+  return j;
+}
+
+Expected<CaseResult> case_result_from_json(const nlohmann::json& j) {
+  try {
+    CaseResult r;
+    r.id = j.at("id").get<std::string>();
+    r.op = j.value("op", "");
+    r.tier = j.value("tier", "");
+    r.backend = j.value("backend", "");
+    OPGATE_ASSIGN_OR_RETURN(r.verdict, parse_verdict(j.at("verdict").get<std::string>()));
+    r.reason = j.value("reason", "");
+    r.repro = j.value("repro", "");
+    r.repeats = j.value("repeats", 1);
+    r.determinism_checked = j.value("determinism_checked", false);
+    if (j.contains("ms")) {
+      r.fill_ms = j["ms"].value("fill", 0.0);
+      r.reference_ms = j["ms"].value("reference", 0.0);
+      r.device_ms = j["ms"].value("device", 0.0);
+      r.total_ms = j["ms"].value("total", 0.0);
+    }
+    r.outputs = j.value("outputs", nlohmann::json::array());
+    if (j.contains("case")) r.case_json = j["case"];
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    return parse_error(fmt::format("case result: {}", e.what()));
+  }
+}
+
+int gate_exit_code(const VerdictCounts& counts, bool strict) {
+  for (size_t i = 0; i < kVerdictCount; ++i) {
+    if (counts[i] > 0 && verdict_fails(static_cast<Verdict>(i), strict)) return 1;
+  }
+  return 0;
+}
+
+std::string counts_line(const VerdictCounts& c) {
+  int64_t total = 0;
+  for (auto n : c) total += n;
+  auto at = [&](Verdict v) { return c[static_cast<size_t>(v)]; };
+  return fmt::format(
+      "cases:{} passed:{} failed:{} mistrusted:{} skipped:{} rejected:{} invalid:{} backend_error:{} "
+      "timeout:{} crashed:{}",
+      total, at(Verdict::kPassed), at(Verdict::kFailed), at(Verdict::kMistrusted), at(Verdict::kSkipped),
+      at(Verdict::kExpectedReject), at(Verdict::kInvalidCase), at(Verdict::kBackendError), at(Verdict::kTimeout),
+      at(Verdict::kCrashed));
+}
+
+Expected<std::vector<CaseResult>> read_results(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<CaseResult> out;
+  if (!in) return out;  // no results yet
+  std::string line;
+  int64_t n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty()) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error&) {
+      // A line cut short by a crash of the parent is dropped; that case runs again on resume.
+      continue;
+    }
+    auto r = case_result_from_json(j);
+    if (!r) return r.status().with_context(fmt::format("{}: line {}", path, n));
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann::json& run_info, bool resume) {
+  OPGATE_TRY(make_dir(dir + "/failed"));
+  ReportWriter w;
+  w.dir_ = dir;
+  w.run_info_ = run_info;
+  const std::string results = dir + "/results.jsonl";
+  if (resume) {
+    OPGATE_ASSIGN_OR_RETURN(auto previous, read_results(results));
+    for (const auto& r : previous) {
+      w.done_.insert(r.id);
+      ++w.counts_[static_cast<size_t>(r.verdict)];
+    }
+  } else {
+    std::ofstream truncate(results, std::ios::trunc);
+    if (!truncate) return io_error(fmt::format("{}: cannot write", results));
+  }
+  return w;
+}
+
+Status ReportWriter::append(const CaseResult& r) {
+  const std::string results = dir_ + "/results.jsonl";
+  std::ofstream out(results, std::ios::app);
+  if (!out) return io_error(fmt::format("{}: cannot append", results));
+  nlohmann::json j = to_json(r);
+  j.erase("case");  // the case is in failed/<id>.json for failures; keep lines short
+  out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  out.flush();
+  if (!out) return io_error(fmt::format("{}: write failed", results));
+  done_.insert(r.id);
+  ++counts_[static_cast<size_t>(r.verdict)];
+  if (verdict_fails(r.verdict, true)) {
+    nlohmann::json failed = r.case_json.is_null() ? nlohmann::json::object() : r.case_json;
+    failed["_result"] = to_json(r);
+    failed["_result"].erase("case");
+    OPGATE_TRY(write_file_atomic(dir_ + "/failed/" + r.id + ".json",
+                                 failed.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+  }
+  return Status::ok();
+}
+
+Status ReportWriter::finish() {
+  OPGATE_ASSIGN_OR_RETURN(auto results, read_results(dir_ + "/results.jsonl"));
+  VerdictCounts counts{};
+  std::map<std::string, std::vector<const CaseResult*>> by_op;
+  std::string failures;
+  size_t n_failures = 0;
+  for (const auto& r : results) {
+    ++counts[static_cast<size_t>(r.verdict)];
+    by_op[r.op].push_back(&r);
+    if (verdict_fails(r.verdict, true)) {
+      if (n_failures++ < kSummaryFailures) {
+        failures += fmt::format("{} {}: {}\n    repro: {}\n", verdict_name(r.verdict), r.id, r.reason, r.repro);
+      }
+    }
+  }
+  if (n_failures > kSummaryFailures) {
+    failures += fmt::format("... and {} more (see results.jsonl)\n", n_failures - kSummaryFailures);
+  }
+  counts_ = counts;
+  std::string summary = fmt::format("opgate run {}\n", run_info_.dump());
+  summary += failures;
+  summary += counts_line(counts) + "\n";
+  OPGATE_TRY(write_file_atomic(dir_ + "/summary.txt", summary));
+
+  std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  xml += fmt::format("<testsuites name=\"opgate\" tests=\"{}\">\n", results.size());
+  for (const auto& [op, rs] : by_op) {
+    int64_t failed = 0, skipped = 0;
+    double seconds = 0;
+    for (const auto* r : rs) {
+      failed += verdict_fails(r->verdict, false) ? 1 : 0;
+      skipped += r->verdict == Verdict::kSkipped ? 1 : 0;
+      seconds += r->total_ms / 1000;
+    }
+    xml += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
+                       xml_escape(op), rs.size(), failed, skipped, seconds);
+    for (const auto* r : rs) {
+      xml += fmt::format("    <testcase classname=\"{}.{}\" name=\"{}\" time=\"{:.3f}\">", xml_escape(op),
+                         xml_escape(r->tier), xml_escape(r->id), r->total_ms / 1000);
+      if (verdict_fails(r->verdict, false)) {
+        xml += fmt::format("<failure type=\"{}\" message=\"{}\">{}</failure>", verdict_name(r->verdict),
+                           xml_escape(r->reason), xml_escape(r->repro));
+      } else if (r->verdict == Verdict::kSkipped) {
+        xml += fmt::format("<skipped message=\"{}\"/>", xml_escape(r->reason));
+      } else if (r->verdict != Verdict::kPassed) {
+        xml += fmt::format("<system-out>{}: {}</system-out>", verdict_name(r->verdict), xml_escape(r->reason));
+      }
+      xml += "</testcase>\n";
+    }
+    xml += "  </testsuite>\n";
+  }
+  xml += "</testsuites>\n";
+  return write_file_atomic(dir_ + "/junit.xml", xml);
+}
+
+}  // namespace opgate

@@ -1,0 +1,45 @@
+// Counter-based random numbers: value = f(seed, stream, index), so the same seed gives the same
+// bytes on every platform, compiler and thread count, and any element can be drawn independently.
+// The mixing function is Philox4x32-10 (Salmon et al., SC'11); mappings to ranges use integer
+// arithmetic and exactly-rounded IEEE operations only (no libm), so they are bit-reproducible.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace opgate {
+
+class CounterRng {
+ public:
+  CounterRng(uint64_t seed, uint64_t stream) : seed_(seed), stream_(stream) {}
+  // A stream derived from a name (FNV-1a 64), so each tensor has its own stream.
+  CounterRng(uint64_t seed, std::string_view stream_name);
+
+  // 64 random bits for `index`.
+  uint64_t bits(uint64_t index) const;
+  // Uniform double in [0, 1) with 53 random bits.
+  double uniform(uint64_t index) const;
+  // Uniform double in [lo, hi).
+  double uniform(uint64_t index, double lo, double hi) const;
+  // Uniform integer in [lo, hi] (inclusive; unbiased by rejection on a sub-counter).
+  int64_t integer(uint64_t index, int64_t lo, int64_t hi) const;
+  // Approximately standard normal: Irwin-Hall sum of 12 uniforms minus 6 (support [-6, 6]).
+  double normal(uint64_t index) const;
+  // True with probability p.
+  bool bernoulli(uint64_t index, double p) const;
+
+  uint64_t seed() const { return seed_; }
+  uint64_t stream() const { return stream_; }
+
+ private:
+  uint64_t seed_;
+  uint64_t stream_;
+};
+
+uint64_t fnv1a64(std::string_view s);
+
+// The raw Philox4x32-10 block function (exposed for its known-answer test).
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key);
+
+}  // namespace opgate

@@ -1,0 +1,332 @@
+// The per-case pipeline and its isolation in a child process.
+#include "core/runner.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/golden.h"
+#include "core/guard.h"
+#include "core/op_registry.h"
+
+namespace opgate {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string shell_quote(const std::string& s) {
+  if (s.find_first_of(" '\"$`\\|&;<>(){}*?!#~") == std::string::npos && !s.empty()) return s;
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+CaseResult finish(CaseResult r, Verdict v, std::string reason, Clock::time_point t0) {
+  r.verdict = v;
+  r.reason = std::move(reason);
+  r.total_ms = ms_since(t0);
+  return r;
+}
+
+// Runs the device once on fresh poisoned, guarded buffers; returns the images or why it failed.
+struct DeviceRun {
+  std::map<std::string, GuardedBuffer> buffers;
+  TensorMap images;
+};
+Expected<DeviceRun> run_device(const Problem& problem, Backend& backend, const TensorMap& packed) {
+  DeviceRun run;
+  for (const auto& [name, spec] : problem.output_images()) {
+    run.buffers[name] = make_guarded(spec.dtype, spec.shape);
+    run.images[name] = run.buffers[name].tensor;
+  }
+  Status st = backend.run(problem, packed, run.images);
+  if (!st.is_ok()) return st;
+  return run;
+}
+
+// First cared element whose bits differ between two runs, as text; "" if identical.
+std::string first_difference(const Tensor& a, const Tensor& b, const Tensor& care) {
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    if (care.defined() && care.get(i) == 0) continue;
+    if (a.bits(i) != b.bits(i)) {
+      return fmt::format("index {}: {:.9g} vs {:.9g}", shape_to_string(a.unravel(i)), a.get(i), b.get(i));
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string repro_command(const Case& c, const std::string& backend, const RunOptions& opt) {
+  std::string source = c.source.empty() ? fmt::format("<report>/failed/{}.json", c.id) : c.source;
+  std::string cmd = fmt::format("{} repro {} --id {} --backend {}", opt.repro_prefix, shell_quote(source),
+                                shell_quote(c.id), shell_quote(backend));
+  if (opt.against_golden) cmd += " --against golden";
+  if (opt.repeat > 1) cmd += fmt::format(" --repeat {}", opt.repeat);
+  return cmd;
+}
+
+CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt) {
+  const auto t0 = Clock::now();
+  CaseResult r;
+  r.id = c.id;
+  r.op = c.op;
+  r.tier = c.tier;
+  r.backend = backend.name();
+  r.case_json = case_to_json(c);
+  r.repeats = opt.repeat;
+  r.repro = repro_command(c, backend.name(), opt);
+
+  auto made = make_problem(c);
+  if (!made) return finish(r, Verdict::kInvalidCase, made.status().message(), t0);
+  const Problem& problem = **made;
+
+  // (2) validation against the case's expectation.
+  const Status valid = problem.validate();
+  if (c.expect != 0) {
+    if (valid.is_ok()) {
+      return finish(r, Verdict::kFailed,
+                    fmt::format("contract mismatch: the case expects aclnn code {}, the reference accepts the call",
+                                c.expect),
+                    t0);
+    }
+    if (valid.aclnn_code() != c.expect) {
+      return finish(r, Verdict::kFailed,
+                    fmt::format("contract mismatch: the case expects aclnn code {}, the reference returns {} ({})",
+                                c.expect, valid.aclnn_code(), valid.message()),
+                    t0);
+    }
+    auto device_code = backend.rejection_code(problem);
+    if (!device_code) return finish(r, Verdict::kBackendError, device_code.status().message(), t0);
+    if (*device_code != c.expect) {
+      return finish(r, Verdict::kFailed,
+                    fmt::format("contract mismatch: the reference returns {}, the device returns {}", c.expect,
+                                *device_code),
+                    t0);
+    }
+    return finish(r, Verdict::kExpectedReject, valid.message(), t0);
+  }
+  if (!valid.is_ok()) {
+    return finish(r, Verdict::kInvalidCase,
+                  fmt::format("the case expects ok but the call is invalid: {}", valid.message()), t0);
+  }
+  // (3) backend support.
+  const Support support = backend.supports(problem);
+  if (!support.yes) return finish(r, Verdict::kSkipped, support.reason, t0);
+
+  // (4) fill and (5) reference or golden.
+  auto t = Clock::now();
+  auto filled = problem.fill(c.fill, c.seed);
+  if (!filled) return finish(r, Verdict::kInvalidCase, filled.status().message(), t0);
+  const TensorMap& inputs = *filled;
+  Status data_ok = problem.check_data(inputs);
+  if (!data_ok.is_ok()) return finish(r, Verdict::kInvalidCase, data_ok.message(), t0);
+  r.fill_ms = ms_since(t);
+  t = Clock::now();
+  RefOutputs ref = problem.reference(inputs);
+  TensorMap packed = problem.pack(inputs);
+  if (opt.against_golden) {
+    auto golden = read_golden(golden_case_dir(opt.golden_root, c.op, c.id));
+    if (!golden) return finish(r, Verdict::kInvalidCase, golden.status().message(), t0);
+    for (auto& [name, tensor] : golden->inputs) {
+      auto mine = packed.find(name);
+      if (mine == packed.end() || !mine->second.bytes_equal(tensor)) {
+        return finish(r, Verdict::kInvalidCase,
+                      fmt::format("golden input '{}' differs from the regenerated one: the input generator "
+                                  "changed; run `opgate golden regen`",
+                                  name),
+                      t0);
+      }
+    }
+    ref.expected = golden->expected;
+    ref.care = golden->care;
+  }
+  r.reference_ms = ms_since(t);
+  const ComparePlan plan = problem.compare_plan(ref, c.fill);
+
+  // (6)-(8) device run on poisoned, guarded buffers; inputs must come back untouched.
+  TensorMap pristine;
+  for (const auto& [name, tensor] : packed) pristine[name] = tensor.clone();
+  t = Clock::now();
+  auto run = run_device(problem, backend, packed);
+  r.device_ms = ms_since(t);
+  if (!run) return finish(r, Verdict::kBackendError, run.status().message(), t0);
+  for (const auto& [name, buffer] : run->buffers) {
+    const std::string broken = check_guards(buffer);
+    if (!broken.empty()) {
+      return finish(r, Verdict::kFailed, fmt::format("write outside output '{}': {}", name, broken), t0);
+    }
+  }
+  for (const auto& [name, tensor] : packed) {
+    if (!tensor.bytes_equal(pristine[name]) && run->images.count(name) == 0) {
+      return finish(r, Verdict::kFailed, fmt::format("the device modified input '{}'", name), t0);
+    }
+  }
+
+  // (9)-(10) unpack and compare per the plan.
+  const TensorMap got = problem.unpack(run->images);
+  auto tensor_or_empty = [](const TensorMap& m, const std::string& n) {
+    auto it = m.find(n);
+    return it == m.end() ? Tensor() : it->second;
+  };
+  std::vector<std::string> failed_outputs;
+  std::string vacuous;
+  for (const OutputCheck& check : plan.outputs) {
+    const Tensor exp = tensor_or_empty(ref.expected, check.name);
+    const Tensor dev = tensor_or_empty(got, check.name);
+    if (!dev.defined() || (!exp.defined() && check.kind != CheckKind::kUndefined)) {
+      return finish(r, Verdict::kBackendError, fmt::format("output '{}' missing", check.name), t0);
+    }
+    const Tensor mag = tensor_or_empty(ref.magnitude, check.name);
+    const Tensor care = tensor_or_empty(ref.care, check.name);
+    CompareResult cr = compare_output(check, exp, dev, mag, care, poison_bits(check.device_dtype));
+    for (auto* points : {&cr.first_failures, &cr.worst}) {
+      for (auto& p : *points) p.where = problem.describe(check.name, p.index, inputs);
+    }
+    if (!cr.passed) {
+      failed_outputs.push_back(fmt::format("{}: {}", check.name, cr.message));
+    } else if (opt.vacuity && vacuous.empty()) {
+      if (auto why = vacuity_check(check, exp, dev, mag, care)) vacuous = *why;
+    }
+    nlohmann::json cj = to_json(cr);
+    cj["plan"] = to_json(check);
+    r.outputs.push_back(cj);
+  }
+  if (!failed_outputs.empty()) {
+    std::string reason;
+    for (const auto& f : failed_outputs) reason += (reason.empty() ? "" : "; ") + f;
+    return finish(r, Verdict::kFailed, reason, t0);
+  }
+
+  // (11) determinism: the same inputs must give bit-identical defined outputs.
+  for (int k = 2; k <= opt.repeat; ++k) {
+    auto again = run_device(problem, backend, packed);
+    if (!again) return finish(r, Verdict::kBackendError, again.status().message(), t0);
+    const TensorMap got_again = problem.unpack(again->images);
+    for (const OutputCheck& check : plan.outputs) {
+      if (check.kind == CheckKind::kUndefined) continue;
+      const std::string diff = first_difference(got.at(check.name), got_again.at(check.name),
+                                                tensor_or_empty(ref.care, check.name));
+      if (!diff.empty()) {
+        return finish(r, Verdict::kFailed,
+                      fmt::format("nondeterministic: output '{}' differs between run 1 and run {} at {}",
+                                  check.name, k, diff),
+                      t0);
+      }
+    }
+  }
+  r.determinism_checked = opt.repeat > 1;
+  if (!vacuous.empty()) return finish(r, Verdict::kMistrusted, "vacuous comparison: " + vacuous, t0);
+  return finish(r, Verdict::kPassed,
+                opt.repeat > 1 ? fmt::format("all outputs match; bit-identical over {} runs", opt.repeat)
+                               : "all outputs match",
+                t0);
+}
+
+CaseResult run_case_isolated(const Case& c, Backend& backend, const RunOptions& opt) {
+  const auto t0 = Clock::now();
+  CaseResult base;
+  base.id = c.id;
+  base.op = c.op;
+  base.tier = c.tier;
+  base.backend = backend.name();
+  base.case_json = case_to_json(c);
+  base.repeats = opt.repeat;
+  base.repro = repro_command(c, backend.name(), opt);
+
+  int fds[2];
+  if (pipe(fds) != 0) return finish(base, Verdict::kBackendError, "pipe() failed", t0);
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return finish(base, Verdict::kBackendError, "fork() failed", t0);
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    const std::string text = to_json(run_case(c, backend, opt)).dump(-1, ' ', false,
+                                                                     nlohmann::json::error_handler_t::replace);
+    size_t off = 0;
+    while (off < text.size()) {
+      const ssize_t n = write(fds[1], text.data() + off, text.size() - off);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string text;
+  bool timed_out = false;
+  char buf[65536];
+  for (;;) {
+    const double left_ms = opt.timeout_s * 1000 - ms_since(t0);
+    if (left_ms <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd pfd{fds[0], POLLIN, 0};
+    const int ready = poll(&pfd, 1, static_cast<int>(std::min(left_ms, 1000.0)) + 1);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    return finish(base, Verdict::kTimeout, fmt::format("no result within --timeout {} s; child killed", opt.timeout_s),
+                  t0);
+  }
+  if (WIFSIGNALED(wstatus)) {
+    return finish(base, Verdict::kCrashed,
+                  fmt::format("child died of signal {} ({})", WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus))), t0);
+  }
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    return finish(base, Verdict::kCrashed, fmt::format("child exited with status {}", WEXITSTATUS(wstatus)), t0);
+  }
+  try {
+    auto r = case_result_from_json(nlohmann::json::parse(text));
+    if (!r) return finish(base, Verdict::kCrashed, r.status().message(), t0);
+    r->case_json = base.case_json;
+    return *r;
+  } catch (const nlohmann::json::exception& e) {
+    return finish(base, Verdict::kCrashed, fmt::format("child result unreadable: {}", e.what()), t0);
+  }
+}
+
+std::string describe_result(const CaseResult& r, int max_points) {
+  std::string out;
+  for (const auto& o : r.outputs) {
+    if (o.value("passed", true)) continue;
+    out += fmt::format("  output {} ({}): {}\n", o.value("name", "?"), o.value("check", "?"), o.value("message", ""));
+    const auto& points = o.contains("worst") ? o["worst"] : nlohmann::json::array();
+    int n = 0;
+    for (const auto& p : points) {
+      if (n++ >= max_points) break;
+      out += fmt::format("    {:<28} {:<40} expected {} (as dtype {}) got {} diff {} allowed {}{}\n",
+                         p.value("index", nlohmann::json::array()).dump(), p.value("where", ""),
+                         p.value("expected", nlohmann::json()).dump(), p.value("expected_rounded", nlohmann::json()).dump(),
+                         p.value("got", nlohmann::json()).dump(), p.value("abs_err", nlohmann::json()).dump(),
+                         p.value("allowed", nlohmann::json()).dump(), p.value("poison", false) ? " [poison]" : "");
+    }
+  }
+  return out;
+}
+
+}  // namespace opgate

@@ -1,0 +1,87 @@
+// EmuBackend: dispatches to device/emu/<op>.cpp through a table expanded from the op list.
+#include "device/emu/emu_backend.h"
+
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/op_registry.h"
+#include "opgate/device_emu_headers.inc"
+
+namespace opgate {
+namespace {
+
+using RunFn = std::function<Status(const Problem&, const TensorMap&, TensorMap&, const std::string&)>;
+
+struct EmuOp {
+  RunFn run;
+  std::function<std::vector<DefectInfo>()> defects;
+};
+
+const std::map<std::string, EmuOp>& emu_ops() {
+  static const std::map<std::string, EmuOp> ops = {
+#define OPGATE_OP(stem)                                                                          \
+  {#stem,                                                                                        \
+   {[](const Problem& p, const TensorMap& in, TensorMap& out, const std::string& defect) {       \
+      return emu::stem::run(p.params<ref::stem::Params>(), in, out, defect);                    \
+    },                                                                                           \
+    emu::stem::defects}},
+#include "opgate/op_list.inc"
+#undef OPGATE_OP
+  };
+  return ops;
+}
+
+class EmuBackend final : public Backend {
+ public:
+  explicit EmuBackend(std::string defect) : defect_(std::move(defect)) {}
+  std::string name() const override { return defect_.empty() ? "emu" : "fault:" + defect_; }
+  nlohmann::json probe() const override {
+    nlohmann::json j{{"backend", name()}, {"device", "CPU emulation of the A2/A3 kernels"}};
+    if (!defect_.empty()) j["defect"] = defect_;
+    return j;
+  }
+  Support supports(const Problem& /*problem*/) const override { return {}; }
+  Status run(const Problem& problem, const TensorMap& inputs, TensorMap& outputs) override {
+    auto it = emu_ops().find(problem.op().stem);
+    if (it == emu_ops().end()) return internal_error(fmt::format("emu: no emulation of {}", problem.op().stem));
+    // A defect of another operator leaves this one faithful.
+    std::string defect;
+    for (const auto& d : it->second.defects()) {
+      if (d.name == defect_) defect = defect_;
+    }
+    return it->second.run(problem, inputs, outputs, defect);
+  }
+  Expected<int64_t> rejection_code(const Problem& problem) override {
+    return problem.validate().aclnn_code();
+  }
+
+ private:
+  std::string defect_;
+};
+
+}  // namespace
+
+std::vector<DefectInfo> all_defects() {
+  std::vector<DefectInfo> out;
+  for (const auto& [stem, op] : emu_ops()) {
+    for (auto& d : op.defects()) out.push_back(std::move(d));
+  }
+  return out;
+}
+
+Expected<std::unique_ptr<Backend>> make_emu_backend(const std::string& defect) {
+  if (!defect.empty()) {
+    bool known = false;
+    std::string names;
+    for (const auto& d : all_defects()) {
+      known = known || d.name == defect;
+      names += (names.empty() ? "" : ", ") + d.name;
+    }
+    if (!known) return parse_error(fmt::format("unknown defect '{}' (known: {})", defect, names));
+  }
+  return std::unique_ptr<Backend>(std::make_unique<EmuBackend>(defect));
+}
+
+}  // namespace opgate

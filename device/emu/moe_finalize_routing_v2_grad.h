@@ -1,0 +1,25 @@
+// CPU emulation of the A2/A3 aclnnMoeFinalizeRoutingV2Grad kernel (routing-ops.md §3.2, numerics
+// §3.3), with a catalogue of named kernel defects the fault backend can inject.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/defect.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "reference/moe_finalize_routing_v2_grad.h"
+
+namespace opgate::emu::moe_finalize_routing_v2_grad {
+
+// Runs the kernel model on `in` (device dtypes, names as in ref::specs) and writes into the
+// pre-allocated `out` tensors gradExpandedXOut and gradScalesOut; elements the kernel does not
+// write keep their contents. `defect` is "" (faithful) or a name from defects(); an unknown name is
+// an internal error. Expert ids the kernel would read out of bounds give kInvalidCase.
+Status run(const ref::moe_finalize_routing_v2_grad::Params& p, const TensorMap& in, TensorMap& out,
+           const std::string& defect);
+
+// The injectable defects, each named "mfrg.<what>" with a one-line description.
+std::vector<DefectInfo> defects();
+
+}  // namespace opgate::emu::moe_finalize_routing_v2_grad

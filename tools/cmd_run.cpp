@@ -1,0 +1,178 @@
+// `opgate run` (a tier, files or a filter, on one backend, with reports) and `opgate repro`
+// (one case with maximal detail).
+#include <sys/stat.h>
+
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "core/runner.h"
+#include "tools/cli_common.h"
+#include "tools/commands.h"
+
+namespace opgate::cli {
+namespace {
+
+struct RunFlags {
+  Selection sel;
+  std::string root, backend = "emu", out, against = "reference", golden_root;
+  int repeat = 1;
+  double timeout_s = 600;
+  bool no_isolate = false, resume = false, strict = false, quiet = false;
+};
+
+void add_common(CLI::App* cmd, RunFlags& f) {
+  cmd->add_option("--backend", f.backend, "emu (default), fault:<defect>, or ascend");
+  cmd->add_option("--repeat", f.repeat, "Device runs per case; >1 requires bit-identical outputs")->check(CLI::Range(1, 1000));
+  cmd->add_option("--against", f.against, "Expected values from the reference or from golden files")
+      ->check(CLI::IsMember({"reference", "golden"}));
+  cmd->add_option("--golden-root", f.golden_root, "Golden folder (default <root>/golden)");
+  cmd->add_option("--root", f.root, "Repository root holding cases/ and golden/");
+  cmd->add_option("--timeout", f.timeout_s, "Per-case timeout in seconds (isolated runs)")->check(CLI::PositiveNumber);
+}
+
+RunOptions run_options(const RunFlags& f, const std::string& root) {
+  RunOptions o;
+  o.repeat = f.repeat;
+  o.against_golden = f.against == "golden";
+  o.golden_root = f.golden_root.empty() ? root + "/golden" : f.golden_root;
+  o.isolate = !f.no_isolate;
+  o.timeout_s = f.timeout_s;
+  return o;
+}
+
+std::string default_out_dir(const std::string& root, const std::string& backend, const Selection& sel) {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  std::string label = sel.files.empty() ? (sel.tiers.empty() ? "ci" : sel.tiers.front()) : "cases";
+  std::string safe_backend = backend;
+  for (char& ch : safe_backend) ch = (ch == ':' || ch == '/') ? '-' : ch;
+  return fmt::format("{}/reports/{}_{}_{}", root, stamp, safe_backend, label);
+}
+
+std::string headline(const CaseResult& r) {
+  std::string s;
+  for (const auto& o : r.outputs) {
+    if (o.value("check", "") == "undefined") continue;
+    const auto& m = o["metrics"];
+    s += fmt::format("{}{} {} ulp<={}", s.empty() ? "" : ", ", o.value("name", "?"), o.value("check", "?"),
+                     m.value("max_ulp", nlohmann::json(0)).dump());
+  }
+  return s;
+}
+
+int run_cases(RunFlags& f) {
+  const std::string root = repo_root(f.root);
+  auto cases = select_cases(root, f.sel);
+  if (!cases) return fail(cases.status());
+  auto backend = make_backend(f.backend);
+  if (!backend) return fail(backend.status());
+  if (f.resume && f.out.empty()) return fail(parse_error("--resume needs --out <the report folder to resume>"));
+  const std::string out = f.out.empty() ? default_out_dir(root, f.backend, f.sel) : f.out;
+  const RunOptions opt = run_options(f, root);
+  nlohmann::json info{{"harness_version", OPGATE_HARNESS_VERSION},
+                      {"backend", (*backend)->probe()},
+                      {"cases", cases->size()},
+                      {"repeat", f.repeat},
+                      {"against", f.against}};
+  if (!f.sel.shard.empty()) info["shard"] = f.sel.shard;
+  auto writer = ReportWriter::open(out, info, f.resume);
+  if (!writer) return fail(writer.status());
+  size_t n = 0;
+  for (const Case& c : *cases) {
+    ++n;
+    if (writer->done_ids().count(c.id)) continue;
+    CaseResult r = opt.isolate ? run_case_isolated(c, **backend, opt) : run_case(c, **backend, opt);
+    if (c.source.empty()) {
+      const auto at = r.repro.find("<report>");
+      if (at != std::string::npos) r.repro.replace(at, 8, out);
+    }
+    if (!f.quiet || verdict_fails(r.verdict, true)) {
+      fmt::print("[{:>4}/{}] {:<15} {:<48} {:>9.1f} ms  {}\n", n, cases->size(), verdict_name(r.verdict), r.id,
+                 r.total_ms, verdict_fails(r.verdict, true) || r.verdict != Verdict::kPassed ? r.reason : headline(r));
+      if (verdict_fails(r.verdict, true)) {
+        fmt::print("{}    repro: {}\n", describe_result(r), r.repro);
+      }
+      std::fflush(stdout);
+    }
+    Status st = writer->append(r);
+    if (!st.is_ok()) return fail(st);
+  }
+  Status st = writer->finish();
+  if (!st.is_ok()) return fail(st);
+  fmt::print("{}\nreport: {}\n", counts_line(writer->counts()), out);
+  return gate_exit_code(writer->counts(), f.strict);
+}
+
+}  // namespace
+
+void add_run(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("run", "Run cases on a backend next to the reference and write reports");
+  auto f = std::make_shared<RunFlags>();
+  cmd->add_option("--op", f->sel.ops, "Operator stem, aclnn name or short name (default: all)");
+  cmd->add_option("--tier", f->sel.tiers, "Case tier(s) (default: ci)");
+  cmd->add_option("--cases", f->sel.files, "Case file(s) instead of --op/--tier");
+  cmd->add_option("--filter", f->sel.filter, "Regex on case id or tag");
+  cmd->add_option("--shard", f->sel.shard, "Run shard i of N (i/N), by a stable hash of the case id");
+  cmd->add_option("--out", f->out, "Report folder (default <root>/reports/<UTC>_<backend>_<tier>)");
+  cmd->add_flag("--resume", f->resume, "Skip case ids already in <out>/results.jsonl");
+  cmd->add_flag("--no-isolate", f->no_isolate, "Run cases in this process (for debuggers)");
+  cmd->add_flag("--strict", f->strict, "MISTRUSTED cases fail the gate");
+  cmd->add_flag("-q,--quiet", f->quiet, "Print failures only");
+  add_common(cmd, *f);
+  cmd->callback([f, &exit_code] { exit_code = run_cases(*f); });
+}
+
+void add_repro(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("repro", "Run one case in this process and print everything about it");
+  auto f = std::make_shared<RunFlags>();
+  auto source = std::make_shared<std::string>();
+  auto id = std::make_shared<std::string>();
+  cmd->add_option("case", *source, "A case file, a failed/<id>.json, or a case as JSON text")->required();
+  cmd->add_option("--id", *id, "The case id within a case file");
+  add_common(cmd, *f);
+  cmd->callback([f, source, id, &exit_code] {
+    struct stat st {};
+    const bool is_file = stat(source->c_str(), &st) == 0;
+    auto cases = is_file ? load_case_file(*source) : parse_cases_text(*source, "<command line>");
+    if (!cases) {
+      exit_code = fail(cases.status());
+      return;
+    }
+    const Case* chosen = nullptr;
+    for (const auto& c : *cases) {
+      if (id->empty() ? cases->size() == 1 : c.id == *id) chosen = &c;
+    }
+    if (chosen == nullptr) {
+      exit_code = fail(parse_error(id->empty() ? fmt::format("{}: holds {} cases; choose one with --id", *source, cases->size())
+                                               : fmt::format("{}: no case with id '{}'", *source, *id)));
+      return;
+    }
+    auto backend = make_backend(f->backend);
+    if (!backend) {
+      exit_code = fail(backend.status());
+      return;
+    }
+    const std::string root = repo_root(f->root);
+    RunOptions opt = run_options(*f, root);
+    CaseResult r = run_case(*chosen, **backend, opt);
+    fmt::print("case {}\n{}\n", chosen->id, case_to_json(*chosen).dump(2));
+    for (const auto& o : r.outputs) {
+      fmt::print("\noutput {}: {} — {}\n  plan: {}\n  metrics: {}\n", o.value("name", "?"), o.value("check", "?"),
+                 o.value("message", ""), o.value("plan", nlohmann::json()).dump(), o["metrics"].dump());
+      for (const char* key : {"first_failures", "worst"}) {
+        if (!o.contains(key)) continue;
+        fmt::print("  {}:\n", key);
+        for (const auto& p : o[key]) fmt::print("    {}\n", p.dump());
+      }
+    }
+    fmt::print("\n{} {}: {}\n", verdict_name(r.verdict), r.id, r.reason);
+    if (verdict_fails(r.verdict, true)) fmt::print("{}", describe_result(r, 10));
+    exit_code = verdict_fails(r.verdict, false) ? 1 : 0;
+  });
+}
+
+}  // namespace opgate::cli

@@ -1,0 +1,14 @@
+// The sub-commands of the opgate binary, each defined in its own cmd_*.cpp.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace opgate::cli {
+
+// Each adds its sub-command to `app`; when it runs, it stores its exit code in `exit_code`.
+void add_list(CLI::App& app, int& exit_code);
+void add_run(CLI::App& app, int& exit_code);
+void add_repro(CLI::App& app, int& exit_code);
+void add_golden(CLI::App& app, int& exit_code);
+
+}  // namespace opgate::cli
