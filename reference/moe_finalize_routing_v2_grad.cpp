@@ -3,12 +3,13 @@
 // kernel is undefined (out-of-range expert ids, duplicate rows).
 #include "reference/moe_finalize_routing_v2_grad.h"
 
-#include <fmt/format.h>
-
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 namespace opgate::ref::moe_finalize_routing_v2_grad {
 namespace {
@@ -51,176 +52,154 @@ bool is_io_float(DType t) { return t == DType::kF16 || t == DType::kBF16 || t ==
 
 int rank(const TensorSpec* t) { return static_cast<int>(t->shape.size()); }
 
-// The aclnn layer checks dtypes of non-empty tensors only.
-Status dtype_rule(const char* name, const TensorSpec* t, bool ok, const char* rule) {
-  if (t == nullptr || numel_sat(t->shape) == 0 || ok) return Status::ok();
-  return reject(kParamInvalid, fmt::format("{} dtype {} not allowed", name, dtype_name(t->dtype)),
-                rule);
+bool float_like(const TensorSpec* t, DType like) {
+  return is_io_float(t->dtype) && t->dtype == like;
 }
 
-Status aclnn_checks(const SpecMap& s) {
+Status inner(const std::string& what, const char* rule) {
+  return reject(kInnerNullptr, what, rule);
+}
+
+// The descriptors of one call; nullptr = the argument is a null pointer.
+struct Args {
+  const TensorSpec *gy, *idx, *x, *sc, *ei, *b, *gx, *gs;
+};
+
+Args args_of(const SpecMap& s) {
+  return {find(s, kGradY),     find(s, kRowIdx), find(s, kExpandedX), find(s, kScales),
+          find(s, kExpertIdx), find(s, kBias),   find(s, kGradX),     find(s, kGradScales)};
+}
+
+// aclnn layer: null checks, then dtypes of non-empty tensors.
+Status aclnn_checks(const Args& a) {
   const std::pair<const char*, const TensorSpec*> required[] = {
-      {kGradY, find(s, kGradY)},
-      {kRowIdx, find(s, kRowIdx)},
-      {kGradX, find(s, kGradX)},
-      {kGradScales, find(s, kGradScales)}};
+      {kGradY, a.gy}, {kRowIdx, a.idx}, {kGradX, a.gx}, {kGradScales, a.gs}};
   for (const auto& [name, t] : required) {
     if (t == nullptr) {
-      return reject(
-          kNullptr, fmt::format("{} is a null pointer", name),
-          "aclnn: 'gradY, expandedRowIdx, gradExpandedXOut, gradScalesOut must not be null'");
+      return reject(kNullptr, fmt::format("{} is a null pointer", name),
+                    "aclnn: 'gradY, expandedRowIdx, gradExpandedXOut, gradScalesOut not null'");
     }
   }
-  const TensorSpec* gy = find(s, kGradY);
-  const TensorSpec* x = find(s, kExpandedX);
-  const TensorSpec* sc = find(s, kScales);
-  const TensorSpec* ei = find(s, kExpertIdx);
-  const TensorSpec* b = find(s, kBias);
-  const TensorSpec* gx = find(s, kGradX);
-  const TensorSpec* gs = find(s, kGradScales);
-  const DType t = gy->dtype;
-  OPGATE_TRY(
-      dtype_rule(kGradY, gy, is_io_float(t), "aclnn: 'gradY in FLOAT16, BFLOAT16, FLOAT32'"));
-  OPGATE_TRY(dtype_rule(kRowIdx, find(s, kRowIdx), find(s, kRowIdx)->dtype == DType::kI32,
-                        "aclnn: 'expandedRowIdx INT32'"));
-  OPGATE_TRY(dtype_rule(kExpandedX, x, x == nullptr || (is_io_float(x->dtype) && x->dtype == t),
-                        "aclnn: 'expandedXOptional in FLOAT16, BFLOAT16, FLOAT32 and = gradY'"));
-  OPGATE_TRY(dtype_rule(kScales, sc, sc == nullptr || is_io_float(sc->dtype),
-                        "aclnn: 'scalesOptional in FLOAT16, BFLOAT16, FLOAT32'"));
-  OPGATE_TRY(dtype_rule(kExpertIdx, ei, ei == nullptr || ei->dtype == DType::kI32,
-                        "aclnn: 'expertIdxOptional INT32'"));
-  OPGATE_TRY(dtype_rule(kBias, b, b == nullptr || (is_io_float(b->dtype) && b->dtype == t),
-                        "aclnn: 'biasOptional in FLOAT16, BFLOAT16, FLOAT32 and = gradY'"));
-  OPGATE_TRY(dtype_rule(kGradX, gx, is_io_float(gx->dtype) && gx->dtype == t,
-                        "aclnn: 'gradExpandedXOut in FLOAT16, BFLOAT16, FLOAT32 and = gradY'"));
-  OPGATE_TRY(dtype_rule(kGradScales, gs, is_io_float(gs->dtype),
-                        "aclnn: 'gradScalesOut in FLOAT16, BFLOAT16, FLOAT32'"));
+  const DType t = a.gy->dtype;
+  const struct {
+    const char* name;
+    const TensorSpec* spec;
+    bool ok;
+    const char* rule;
+  } rules[] = {
+      {kGradY, a.gy, is_io_float(t), "aclnn: 'gradY FLOAT16, BFLOAT16 or FLOAT32'"},
+      {kRowIdx, a.idx, a.idx->dtype == DType::kI32, "aclnn: 'expandedRowIdx INT32'"},
+      {kExpandedX, a.x, !a.x || float_like(a.x, t), "aclnn: 'expandedXOptional float, = gradY'"},
+      {kScales, a.sc, !a.sc || is_io_float(a.sc->dtype), "aclnn: 'scalesOptional float'"},
+      {kExpertIdx, a.ei, !a.ei || a.ei->dtype == DType::kI32, "aclnn: 'expertIdxOptional INT32'"},
+      {kBias, a.b, !a.b || float_like(a.b, t), "aclnn: 'biasOptional float, = gradY'"},
+      {kGradX, a.gx, float_like(a.gx, t), "aclnn: 'gradExpandedXOut float, = gradY'"},
+      {kGradScales, a.gs, is_io_float(a.gs->dtype), "aclnn: 'gradScalesOut float'"},
+  };
+  for (const auto& r : rules) {
+    if (r.spec != nullptr && numel_sat(r.spec->shape) > 0 && !r.ok) {
+      return reject(kParamInvalid,
+                    fmt::format("{} dtype {} not allowed", r.name, dtype_name(r.spec->dtype)),
+                    r.rule);
+    }
+  }
   return Status::ok();
 }
 
 // Tiling checks on scales, expandedX, expertIdx and bias (§3.4 items 4-6).
-Status tiling_input_checks(const Params& p, const SpecMap& s, int64_t rows, int64_t hidden,
+Status tiling_input_checks(const Params& p, const Args& a, int64_t rows, int64_t hidden,
                            int64_t slots, int64_t d0) {
-  const TensorSpec* gy = find(s, kGradY);
-  const TensorSpec* x = find(s, kExpandedX);
-  const TensorSpec* sc = find(s, kScales);
-  const TensorSpec* ei = find(s, kExpertIdx);
-  const TensorSpec* b = find(s, kBias);
   const int64_t mode = p.drop_pad_mode;
-  if (sc == nullptr) {
-    if (rows != slots) {
-      return reject(
-          kInnerNullptr,
-          fmt::format("gradY.dim0 ({}) != expandedRowIdx.dim0 ({}) without scales", rows, slots),
-          "tiling: 'scalesOptional null requires K = 1'");
-    }
-    return Status::ok();
+  if (a.sc == nullptr) {
+    if (rows == slots) return Status::ok();
+    return inner(
+        fmt::format("gradY.dim0 ({}) != expandedRowIdx.dim0 ({}) without scales", rows, slots),
+        "tiling: 'scalesOptional null requires K = 1'");
   }
-  if (x == nullptr) {
-    return reject(kInnerNullptr, "scalesOptional present but expandedXOptional is null",
-                  "tiling: 'expandedXOptional must not be null when scalesOptional is not null'");
+  if (a.x == nullptr) {
+    return inner("scalesOptional present but expandedXOptional is null",
+                 "doc: 'expandedXOptional must not be null when scalesOptional is not null'");
   }
-  if (b != nullptr && ei == nullptr) {
-    return reject(kInnerNullptr, "biasOptional present but expertIdxOptional is null",
-                  "tiling: 'expertIdxOptional must not be null when biasOptional is not null'");
+  if (a.b != nullptr && a.ei == nullptr) {
+    return inner("biasOptional present but expertIdxOptional is null",
+                 "doc: 'expertIdxOptional must not be null when biasOptional is not null'");
   }
   const int x_rank = mode == 0 ? 2 : 3;
-  if (rank(x) != x_rank) {
-    return reject(
-        kInnerNullptr,
-        fmt::format("expandedXOptional is {}-D, dropPadMode {} needs {}-D", rank(x), mode, x_rank),
-        "tiling: 'expandedX (D0, H) in mode 0, (E, C, H) in mode 1'");
+  if (rank(a.x) != x_rank || rank(a.sc) != 2 ||
+      (a.b != nullptr && (rank(a.ei) != 2 || rank(a.b) != 2))) {
+    return inner(fmt::format("ranks: expandedXOptional {}-D (needs {}-D), scalesOptional {}-D",
+                             rank(a.x), x_rank, rank(a.sc)),
+                 "tiling: 'expandedX (D0, H) or (E, C, H); scales, expertIdx, bias 2-D'");
   }
-  if (rank(sc) != 2) {
-    return reject(kInnerNullptr, fmt::format("scalesOptional is {}-D", rank(sc)),
-                  "tiling: 'scalesOptional (R, K)'");
-  }
-  if (b != nullptr && (rank(ei) != 2 || rank(b) != 2)) {
-    return reject(kInnerNullptr,
-                  fmt::format("expertIdxOptional is {}-D, biasOptional is {}-D", rank(ei), rank(b)),
-                  "tiling: 'expertIdxOptional (R, K) and biasOptional (E, H)'");
-  }
-  const int64_t x_rows = mode == 0 ? x->shape[0] : mul_sat(x->shape[0], x->shape[1]);
+  const int64_t x_rows = mode == 0 ? a.x->shape[0] : mul_sat(a.x->shape[0], a.x->shape[1]);
   if (x_rows != d0) {
-    return reject(
-        kInnerNullptr,
+    return inner(
         fmt::format("expandedXOptional rows ({}) != D0 ({}) in dropPadMode {}", x_rows, d0, mode),
         "tiling: 'mode 0: dim0 != D0; mode 1: dim0*dim1 != E*C'");
   }
-  if (x->shape.back() != hidden) {
-    return reject(kInnerNullptr,
-                  fmt::format("expandedXOptional last dim ({}) != H ({})", x->shape.back(), hidden),
-                  "tiling: 'expandedX last dim == gradY.dim1'");
+  if (a.x->shape.back() != hidden) {
+    return inner(
+        fmt::format("expandedXOptional last dim ({}) != H ({})", a.x->shape.back(), hidden),
+        "tiling: 'expandedX last dim == gradY.dim1'");
   }
-  if (sc->shape[0] != rows || numel_sat(sc->shape) != slots) {
-    return reject(kInnerNullptr,
-                  fmt::format("scalesOptional {} does not match R ({}) and R*K ({})",
-                              shape_to_string(sc->shape), rows, slots),
-                  "tiling: 'scales.dim0 == R and numel(scales) == numel(expandedRowIdx)'");
-  }
-  if (b != nullptr) {
-    if (ei->shape[0] != rows || numel_sat(ei->shape) != slots) {
-      return reject(kInnerNullptr,
-                    fmt::format("expertIdxOptional {} does not match R ({}) and R*K ({})",
-                                shape_to_string(ei->shape), rows, slots),
-                    "tiling: 'expertIdx.dim0 == R and numel(expertIdx) == numel(expandedRowIdx)'");
-    }
-    if (b->shape[0] <= 0 || (mode == 1 && b->shape[0] != p.expert_num) || b->shape[1] != hidden) {
-      return reject(kInnerNullptr,
-                    fmt::format("biasOptional {} with expertNum {} and H {}",
-                                shape_to_string(b->shape), p.expert_num, hidden),
-                    "tiling: 'bias.dim0 > 0, mode 1: bias.dim0 == expertNum, bias.dim1 == H'");
+  for (const auto& [name, t] :
+       {std::pair{kScales, a.sc}, std::pair{kExpertIdx, a.b ? a.ei : nullptr}}) {
+    if (t != nullptr && (t->shape[0] != rows || numel_sat(t->shape) != slots)) {
+      return inner(fmt::format("{} {} is not (R = {}, K) with R*K = {}", name,
+                               shape_to_string(t->shape), rows, slots),
+                   "tiling: 'dim0 == R and numel == numel(expandedRowIdx)'");
     }
   }
-  const DType t = gy->dtype;
-  if (sc->dtype != t || x->dtype != t || (b != nullptr && b->dtype != t) ||
-      (b != nullptr && ei->dtype != find(s, kRowIdx)->dtype)) {
-    return reject(
-        kInnerNullptr,
-        fmt::format("scales/expandedX/bias dtypes differ from gradY ({}) or expertIdx "
-                    "from expandedRowIdx",
-                    dtype_name(t)),
-        "tiling A2/A3: 'scales, expandedX, bias dtype == gradY; expertIdx == expandedRowIdx'");
+  if (a.b != nullptr && (a.b->shape[0] <= 0 || (mode == 1 && a.b->shape[0] != p.expert_num) ||
+                         a.b->shape[1] != hidden)) {
+    return inner(fmt::format("biasOptional {} with expertNum {} and H {}",
+                             shape_to_string(a.b->shape), p.expert_num, hidden),
+                 "tiling: 'bias.dim0 > 0, mode 1: bias.dim0 == expertNum, bias.dim1 == H'");
+  }
+  const DType t = a.gy->dtype;
+  if (a.sc->dtype != t || a.x->dtype != t ||
+      (a.b != nullptr && (a.b->dtype != t || a.ei->dtype != a.idx->dtype))) {
+    return inner(fmt::format("scales {}, expandedX {} vs gradY {}", dtype_name(a.sc->dtype),
+                             dtype_name(a.x->dtype), dtype_name(t)),
+                 "tiling A2/A3: 'scales, expandedX, bias dtype == gradY; expertIdx == rowIdx'");
   }
   return Status::ok();
 }
 
-Status tiling_output_checks(const SpecMap& s, int64_t mode, int64_t rows, int64_t hidden,
-                            int64_t d0) {
-  const TensorSpec* gx = find(s, kGradX);
-  const TensorSpec* gs = find(s, kGradScales);
-  const TensorSpec* sc = find(s, kScales);
-  if (rank(gx) != 2 && rank(gx) != 3) {
-    return reject(kInnerNullptr, fmt::format("gradExpandedXOut is {}-D", rank(gx)),
-                  "tiling: 'gradExpandedXOut rank 2 or 3'");
+// Tiling checks on the outputs (§3.4 item 7).
+Status tiling_output_checks(const Args& a, int64_t mode, int64_t rows, int64_t hidden, int64_t d0) {
+  const Shape& gx = a.gx->shape;
+  if (gx.size() != 2 && gx.size() != 3) {
+    return inner(fmt::format("gradExpandedXOut is {}-D", gx.size()),
+                 "tiling: 'gradExpandedXOut rank 2 or 3'");
   }
-  if (mode == 0 && (gx->shape[0] != d0 || gx->shape[1] != hidden)) {
-    return reject(kInnerNullptr,
-                  fmt::format("gradExpandedXOut.dim0 ({}) != D0 ({}) or dim1 ({}) != H ({}) in "
-                              "dropPadMode 0",
-                              gx->shape[0], d0, gx->shape[1], hidden),
-                  "tiling: 'mode 0: dim0 != D0 or dim1 != H'");
+  if (mode == 0 && gx[0] != d0) {
+    return inner(fmt::format("gradExpandedXOut.dim0 ({}) != D0 ({}) in dropPadMode 0", gx[0], d0),
+                 "tiling: 'mode 0: dim0 != D0 or dim1 != H'");
   }
-  if (mode == 1 &&
-      (rank(gx) != 3 || mul_sat(gx->shape[0], gx->shape[1]) != d0 || gx->shape[2] != hidden)) {
-    return reject(kInnerNullptr,
-                  fmt::format("gradExpandedXOut {} is not (E, C, H) with E*C = {}, H = {} in "
-                              "dropPadMode 1",
-                              shape_to_string(gx->shape), d0, hidden),
-                  "tiling: 'mode 1: dim0*dim1 != E*C or dim2 != H'");
+  if (mode == 0 && gx[1] != hidden) {
+    return inner(
+        fmt::format("gradExpandedXOut.dim1 ({}) != H ({}) in dropPadMode 0", gx[1], hidden),
+        "tiling: 'mode 0: dim0 != D0 or dim1 != H'");
   }
-  if (gx->dtype != find(s, kGradY)->dtype) {
-    return reject(kInnerNullptr, fmt::format("gradExpandedXOut dtype {}", dtype_name(gx->dtype)),
-                  "tiling: 'gradExpandedXOut dtype == gradY'");
+  if (mode == 1 && (gx.size() != 3 || mul_sat(gx[0], gx[1]) != d0 || gx[2] != hidden)) {
+    return inner(fmt::format("gradExpandedXOut {} is not (E, C, H) with E*C = {}, H = {} in "
+                             "dropPadMode 1",
+                             shape_to_string(gx), d0, hidden),
+                 "tiling: 'mode 1: dim0*dim1 != E*C or dim2 != H'");
   }
-  if (sc == nullptr) return Status::ok();
-  if (rank(gs) != 2 || gs->shape[0] != rows || numel_sat(gs->shape) != numel_sat(sc->shape) ||
-      gs->dtype != sc->dtype) {
-    return reject(kInnerNullptr,
-                  fmt::format("gradScalesOut {} {} does not match scalesOptional {} {}",
-                              dtype_name(gs->dtype), shape_to_string(gs->shape),
-                              dtype_name(sc->dtype), shape_to_string(sc->shape)),
-                  "tiling: 'gradScales 2-D, dim0 == R, numel == R*K, dtype == scales'");
+  if (a.gx->dtype != a.gy->dtype) {
+    return inner(fmt::format("gradExpandedXOut dtype {}", dtype_name(a.gx->dtype)),
+                 "tiling: 'gradExpandedXOut dtype == gradY'");
+  }
+  const TensorSpec* gs = a.gs;
+  if (a.sc != nullptr &&
+      (rank(gs) != 2 || gs->shape[0] != rows || numel_sat(gs->shape) != numel_sat(a.sc->shape) ||
+       gs->dtype != a.sc->dtype)) {
+    return inner(fmt::format("gradScalesOut {} {} does not match scalesOptional {} {}",
+                             dtype_name(gs->dtype), shape_to_string(gs->shape),
+                             dtype_name(a.sc->dtype), shape_to_string(a.sc->shape)),
+                 "tiling: 'gradScales 2-D, dim0 == R, numel == R*K, dtype == scales'");
   }
   return Status::ok();
 }
@@ -266,7 +245,7 @@ SpecMap specs(const Params& p) {
       p.drop_pad_mode == 1 ? Shape{p.expert_num, p.expert_capacity, h} : Shape{expanded_rows(p), h};
   SpecMap s;
   s[kGradY] = {p.dtype, {r, h}, true};
-  s[kRowIdx] = {DType::kI32, {r * k}, true};
+  s[kRowIdx] = {DType::kI32, {mul_sat(r, k)}, true};
   s[kExpandedX] = {p.dtype, expanded, p.has_scales};
   s[kScales] = {p.dtype, {r, k}, p.has_scales};
   s[kExpertIdx] = {DType::kI32, {r, k}, p.has_bias};
@@ -278,49 +257,43 @@ SpecMap specs(const Params& p) {
 
 Status validate(const Params& p, const SpecMap& s) {
   for (const auto& [name, t] : s) {
-    for (int64_t d : t.shape) {
-      if (t.present && d < 0) {
-        return invalid_case(
-            fmt::format("{} has a negative extent: {}", name, shape_to_string(t.shape)));
-      }
+    const bool negative =
+        std::any_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d < 0; });
+    if (t.present && negative) {
+      return invalid_case(
+          fmt::format("{} has a negative extent: {}", name, shape_to_string(t.shape)));
     }
   }
-  OPGATE_TRY(aclnn_checks(s));
+  const Args a = args_of(s);
+  OPGATE_TRY(aclnn_checks(a));
   // The aclnn layer launches nothing when both outputs are empty.
-  if (numel_sat(find(s, kGradX)->shape) == 0 && numel_sat(find(s, kGradScales)->shape) == 0) {
-    return Status::ok();
-  }
+  if (numel_sat(a.gx->shape) == 0 && numel_sat(a.gs->shape) == 0) return Status::ok();
   const int64_t mode = p.drop_pad_mode;
   if (mode != 0 && mode != 1) {
-    return reject(kInnerNullptr, fmt::format("dropPadMode {} not in {{0, 1}}", mode),
-                  "doc: 'dropPadMode: 0 dropless, 1 drop/pad'");
+    return inner(fmt::format("dropPadMode {} not in {{0, 1}}", mode),
+                 "doc: 'dropPadMode 0 (dropless) or 1 (drop/pad)'");
   }
   if (mode == 1 && (p.expert_num <= 0 || p.expert_capacity <= 0)) {
-    return reject(kInnerNullptr,
-                  fmt::format("expertNum {} / expertCapacity {} in dropPadMode 1", p.expert_num,
-                              p.expert_capacity),
-                  "doc: 'mode 1: expertNum > 0 and expertCapacity > 0'");
+    return inner(fmt::format("expertNum {}, expertCapacity {} in dropPadMode 1", p.expert_num,
+                             p.expert_capacity),
+                 "doc: 'mode 1: expertNum > 0 and expertCapacity > 0'");
   }
-  const TensorSpec* gy = find(s, kGradY);
-  const TensorSpec* idx = find(s, kRowIdx);
-  if (rank(gy) != 2 || rank(idx) != 1) {
-    return reject(kInnerNullptr,
-                  fmt::format("gradY is {}-D, expandedRowIdx is {}-D", rank(gy), rank(idx)),
-                  "infershape: 'grad_y must be 2D and expanded_row_idx must be 1D'");
+  if (rank(a.gy) != 2 || rank(a.idx) != 1) {
+    return inner(fmt::format("gradY is {}-D, expandedRowIdx is {}-D", rank(a.gy), rank(a.idx)),
+                 "infershape: 'grad_y must be 2D and expanded_row_idx must be 1D'");
   }
-  if (!is_io_float(gy->dtype) || idx->dtype != DType::kI32) {
-    return reject(
-        kInnerNullptr,
-        fmt::format("gradY {} / expandedRowIdx {}", dtype_name(gy->dtype), dtype_name(idx->dtype)),
-        "tiling: 'gradY FLOAT16/BFLOAT16/FLOAT32, expandedRowIdx INT32'");
+  if (!is_io_float(a.gy->dtype) || a.idx->dtype != DType::kI32) {
+    return inner(fmt::format("gradY {}, expandedRowIdx {}", dtype_name(a.gy->dtype),
+                             dtype_name(a.idx->dtype)),
+                 "tiling: 'gradY FLOAT16/BFLOAT16/FLOAT32, expandedRowIdx INT32'");
   }
-  const int64_t rows = gy->shape[0];
-  const int64_t hidden = gy->shape[1];
-  const int64_t slots = idx->shape[0];
+  const int64_t rows = a.gy->shape[0];
+  const int64_t hidden = a.gy->shape[1];
+  const int64_t slots = a.idx->shape[0];
   const int64_t d0 = mode == 1 ? mul_sat(p.expert_num, p.expert_capacity)
                                : (p.active_num > 0 && p.active_num < slots ? p.active_num : slots);
-  OPGATE_TRY(tiling_input_checks(p, s, rows, hidden, slots, d0));
-  return tiling_output_checks(s, mode, rows, hidden, d0);
+  OPGATE_TRY(tiling_input_checks(p, a, rows, hidden, slots, d0));
+  return tiling_output_checks(a, mode, rows, hidden, d0);
 }
 
 Status check_data(const Params& p, const TensorMap& inputs) {

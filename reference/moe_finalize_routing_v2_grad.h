@@ -40,7 +40,7 @@ SpecMap specs(const Params& p);
 
 // The checks of the aclnn layer (161001, 161002) and of tiling/infershape (561103) on the
 // attributes and tensor descriptors, in the kernel's order. Ok, or kAclnnError with the code and
-// a message quoting the violated rule.
+// a message quoting the violated rule (kInvalidCase for a negative extent, which no tensor has).
 Status validate(const Params& p, const SpecMap& specs);
 
 // Data conditions under which the kernel's result is undefined or it would read out of bounds:

@@ -3,10 +3,10 @@
 // reduction for gradScales), plus the defect catalogue used by the fault backend.
 #include "device/emu/moe_finalize_routing_v2_grad.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <array>
+
+#include <fmt/format.h>
 
 namespace opgate::emu::moe_finalize_routing_v2_grad {
 namespace {
@@ -40,8 +40,7 @@ constexpr DefectEntry kDefects[] = {
     {Defect::kActiveNumOffByOne, "mfrg.active_num_off_by_one",
      "with an effective activeNum the row activeNum-1 is treated as dropped (row + 1 < activeNum)"},
     {Defect::kKMajorIndex, "mfrg.k_major_index",
-     "slot (r, k) reads expandedRowIdx[k*R + r] (the forward's K-major layout) instead of [r*K + "
-     "k]"},
+     "slot (r, k) reads expandedRowIdx[k*R + r], the forward's K-major layout, not [r*K + k]"},
     {Defect::kGradScalesHalfAccumulation, "mfrg.grad_scales_half_accumulation",
      "gradScales is accumulated sequentially in the output dtype instead of fp32"},
     {Defect::kLastBlockDropped, "mfrg.last_block_dropped",
@@ -104,8 +103,7 @@ Status require(const TensorMap& m, const char* name, int64_t numel, const Tensor
   const auto it = m.find(name);
   if (it == m.end() || !it->second.defined() || it->second.numel() != numel) {
     return internal_error(
-        fmt::format("emu moe_finalize_routing_v2_grad: tensor {} missing or not "
-                    "{} elements",
+        fmt::format("emu moe_finalize_routing_v2_grad: tensor {} is missing or not of {} elements",
                     name, numel));
   }
   *t = &it->second;
@@ -157,8 +155,8 @@ Status run(const grad_ref::Params& p, const TensorMap& in, TensorMap& out,
       }
     }
   }
-  Tensor gx = out.at("gradExpandedXOut");  // shares storage with the caller's tensor
-  Tensor gs = out.at("gradScalesOut");
+  Tensor gx = *gx_in;  // copies share storage: writes land in the caller's buffers
+  Tensor gs = *gs_in;
 
   const bool active = p.drop_pad_mode == 0 && p.active_num > 0 && p.active_num < slots;
   const int64_t row_limit = active && defect == Defect::kActiveNumOffByOne ? d0 - 1 : d0;

@@ -1,8 +1,7 @@
 // Tests of the MoeFinalizeRoutingV2Grad kernel emulation against the reference (routing-ops.md
 // §3.3 numerics, §4 tolerance): bit-exact gradExpandedX, bounded gradScales, untouched unwritten
 // memory, and one exposing case per catalogued defect.
-#include <gtest/gtest.h>
-#include <rapidcheck/gtest.h>
+#include "device/emu/moe_finalize_routing_v2_grad.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "device/emu/moe_finalize_routing_v2_grad.h"
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
 namespace opgate::emu::moe_finalize_routing_v2_grad {
 namespace {
@@ -134,8 +134,7 @@ Case active_num_case() {
   return c;
 }
 
-// H = 256 products of 0.1 (fp16): sequential fp16 accumulation drifts by ~0.44, the bound is
-// ~0.008.
+// One slot whose gradScales is sum_j x * 1 over `hidden` elements (gradY = 1, scale 1).
 Case long_sum_case(DType t, int64_t hidden, double x) {
   Case c;
   c.p.hidden = hidden;
@@ -216,6 +215,7 @@ TEST(MoeFinalizeRoutingV2GradEmu, every_defect_is_caught_by_its_case) {
       {"mfrg.zero_fill_skipped_in_drop_pad", drop_pad_case(DType::kF16)},
       {"mfrg.active_num_off_by_one", active_num_case()},
       {"mfrg.k_major_index", doc_case(DType::kF32, false)},
+      // 256 x 0.1 summed in fp16 drifts by ~0.44; the fp32 bound is ~0.008.
       {"mfrg.grad_scales_half_accumulation", long_sum_case(DType::kF16, 256, 0.1)},
       {"mfrg.last_block_dropped", long_sum_case(DType::kF32, 12, 0.5)},
   };
@@ -284,7 +284,7 @@ Case gen_case() {
   return c;
 }
 
-RC_GTEST_PROP(MoeFinalizeRoutingV2GradEmu, emu_matches_reference, ()) {
+RC_GTEST_PROP(MoeFinalizeRoutingV2GradProps, emu_matches_reference, ()) {
   const Case c = gen_case();
   RC_CLASSIFY(c.p.drop_pad_mode == 1, "drop_pad");
   RC_CLASSIFY(c.p.has_bias, "bias");

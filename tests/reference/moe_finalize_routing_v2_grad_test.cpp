@@ -3,15 +3,15 @@
 // gradient against the forward MoeFinalizeRoutingV2 of §2.2.
 #include "reference/moe_finalize_routing_v2_grad.h"
 
-#include <gtest/gtest.h>
-#include <rapidcheck/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <numeric>
 #include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
 #include "reference/math/moe_finalize_routing_v2.h"
 
@@ -96,6 +96,18 @@ std::vector<double> forward(const Problem& c, const std::vector<double>& x,
     if (spec.present) in[name] = Tensor::from_values(spec.dtype, spec.shape, *vals);
   }
   return values_of(fwd::reference(f, in, fwd::DroppedSlot::kScaledBias));
+}
+
+// <gradY, F(a) - F(b)> and the magnitude sum |gradY| (|F(a)| + |F(b)|) for its tolerance.
+std::pair<double, double> grad_y_dot_diff(const Problem& c, const std::vector<double>& fa,
+                                          const std::vector<double>& fb) {
+  double dot = 0.0;
+  double mag = 0.0;
+  for (size_t j = 0; j < fa.size(); ++j) {
+    dot += c.v.grad_y[j] * (fa[j] - fb[j]);
+    mag += std::fabs(c.v.grad_y[j]) * (std::fabs(fa[j]) + std::fabs(fb[j]));
+  }
+  return {dot, mag};
 }
 
 Params doc_params(bool bias) {
@@ -288,16 +300,26 @@ TEST(MoeFinalizeRoutingV2GradReference, validate_attrs_and_shapes_561103) {
        {"scales without x", p, [](SpecMap& s) { s["expandedXOptional"].present = false; }},
        {"bias without ids", p, [](SpecMap& s) { s["expertIdxOptional"].present = false; }},
        {"scales 1-D", p, [](SpecMap& s) { s["scalesOptional"].shape = {4}; }},
-       {"bias dim1", p, [](SpecMap& s) { s["biasOptional"].shape = {2, 3}; }},
+       {"bias dim1", p,
+        [](SpecMap& s) {
+          s["biasOptional"].shape = {2, 3};
+        }},
        {"gradScales dtype", p, [](SpecMap& s) { s["gradScalesOut"].dtype = DType::kF16; }},
-       {"mode 1 out 2-D", pad, [](SpecMap& s) { s["gradExpandedXOut"].shape = {4, 2}; }},
-       {"mode 1 bias rows", pad, [](SpecMap& s) { s["biasOptional"].shape = {3, 2}; }},
+       {"mode 1 out 2-D", pad,
+        [](SpecMap& s) {
+          s["gradExpandedXOut"].shape = {4, 2};
+        }},
+       {"mode 1 bias rows", pad,
+        [](SpecMap& s) {
+          s["biasOptional"].shape = {3, 2};
+        }},
        {"empty x dtype", empty, [](SpecMap& s) { s["expandedXOptional"].dtype = DType::kF16; }}});
   SpecMap s = specs(p);
   s["gradExpandedXOut"].shape = {5, 2};
   const Status st = validate(p, s);
   EXPECT_EQ(st.aclnn_code(), 561103);
-  EXPECT_NE(st.message().find("gradExpandedXOut.dim0 (5) != D0 (4)"), std::string::npos) << st.to_string();
+  EXPECT_NE(st.message().find("gradExpandedXOut.dim0 (5) != D0 (4)"), std::string::npos)
+      << st.to_string();
 }
 
 TEST(MoeFinalizeRoutingV2GradReference, check_data_rejects_undefined_inputs) {

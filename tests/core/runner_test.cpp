@@ -1,0 +1,181 @@
+// The runner pipeline against misbehaving backends: each kernel failure mode maps to its verdict,
+// and isolation turns crashes and hangs into CRASHED and TIMEOUT while the caller goes on.
+#include "core/runner.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+
+#include "cases/moe_finalize_routing_v2_grad.h"
+
+namespace opgate {
+namespace {
+
+enum class Misbehave { kNone, kWriteBeforeBuffer, kWriteAfterBuffer, kLeavePoison, kFlipOnSecondRun,
+                       kModifyInput, kFail, kAbort, kHang, kWrongRejectCode };
+
+// The emulator, then one deliberate misbehaviour.
+class TestBackend final : public Backend {
+ public:
+  explicit TestBackend(Misbehave m) : m_(m), emu_(std::move(make_backend("emu").value())) {}
+  std::string name() const override { return "test"; }
+  nlohmann::json probe() const override { return {}; }
+  Support supports(const Problem&) const override { return {}; }
+  Status run(const Problem& p, const TensorMap& in, TensorMap& out) override {
+    ++runs_;
+    if (m_ == Misbehave::kFail) return Status(StatusCode::kBackendError, "aclnn returned 561000: launch failed");
+    if (m_ == Misbehave::kAbort) std::abort();
+    if (m_ == Misbehave::kHang) {
+      for (;;) pause();
+    }
+    Status st = emu_->run(p, in, out);
+    Tensor& gx = out.at("gradExpandedXOut");
+    switch (m_) {
+      case Misbehave::kWriteBeforeBuffer: gx.data()[-3] ^= 0xFF; break;
+      case Misbehave::kWriteAfterBuffer: gx.data()[gx.nbytes() + 1] ^= 0xFF; break;
+      case Misbehave::kLeavePoison: gx.set_bits(0, 0x7FDEAD5Au); break;
+      case Misbehave::kFlipOnSecondRun:
+        if (runs_ == 2) gx.set_bits(1, gx.bits(1) ^ 1u);
+        break;
+      case Misbehave::kModifyInput: const_cast<Tensor&>(in.at("gradY")).set(0, 1234.0); break;
+      default: break;
+    }
+    return st;
+  }
+  Expected<int64_t> rejection_code(const Problem& p) override {
+    return m_ == Misbehave::kWrongRejectCode ? int64_t{161001} : p.validate().aclnn_code();
+  }
+
+ private:
+  Misbehave m_;
+  std::unique_ptr<Backend> emu_;
+  int runs_ = 0;
+};
+
+Case valid_case() {
+  Case c;
+  c.id = "mfrg.runner_test.f32";
+  c.op = "moe_finalize_routing_v2_grad";
+  // Dropless, every expandedX row addressed, so every gradExpandedXOut element is defined.
+  c.params = cases::moe_finalize_routing_v2_grad::Builder().dtype(DType::kF32).rows(4).top_k(2).hidden(8).scales().experts(2).json();
+  c.fill = FillMode::kExact;
+  return c;
+}
+
+Verdict verdict_of(Misbehave m, RunOptions opt = {}, Case c = valid_case()) {
+  TestBackend b(m);
+  opt.isolate = false;
+  return run_case(c, b, opt).verdict;
+}
+
+TEST(Runner, faithful_backend_passes) { EXPECT_EQ(verdict_of(Misbehave::kNone), Verdict::kPassed); }
+
+TEST(Runner, writes_outside_the_output_fail) {
+  EXPECT_EQ(verdict_of(Misbehave::kWriteBeforeBuffer), Verdict::kFailed);
+  EXPECT_EQ(verdict_of(Misbehave::kWriteAfterBuffer), Verdict::kFailed);
+}
+
+TEST(Runner, defined_element_left_as_poison_fails) {
+  TestBackend b(Misbehave::kLeavePoison);
+  RunOptions opt;
+  opt.isolate = false;
+  const CaseResult r = run_case(valid_case(), b, opt);
+  EXPECT_EQ(r.verdict, Verdict::kFailed);
+  EXPECT_NE(r.reason.find("poison"), std::string::npos) << r.reason;
+}
+
+TEST(Runner, nondeterminism_is_caught_only_with_repeat) {
+  EXPECT_EQ(verdict_of(Misbehave::kFlipOnSecondRun), Verdict::kPassed);
+  RunOptions opt;
+  opt.repeat = 3;
+  EXPECT_EQ(verdict_of(Misbehave::kFlipOnSecondRun, opt), Verdict::kFailed);
+  EXPECT_EQ(verdict_of(Misbehave::kNone, opt), Verdict::kPassed);
+}
+
+TEST(Runner, modified_input_fails) { EXPECT_EQ(verdict_of(Misbehave::kModifyInput), Verdict::kFailed); }
+
+TEST(Runner, backend_error_is_reported) { EXPECT_EQ(verdict_of(Misbehave::kFail), Verdict::kBackendError); }
+
+TEST(Runner, expected_reject_and_contract_mismatches) {
+  Case c = valid_case();
+  c.tensors = {{"gradY", {{"dtype", "int32"}}}};
+  c.expect = 161002;
+  EXPECT_EQ(verdict_of(Misbehave::kNone, {}, c), Verdict::kExpectedReject);
+  // The device returns another code than the reference: contract mismatch.
+  EXPECT_EQ(verdict_of(Misbehave::kWrongRejectCode, {}, c), Verdict::kFailed);
+  // The case expects a different code than the documented one.
+  c.expect = 561103;
+  EXPECT_EQ(verdict_of(Misbehave::kNone, {}, c), Verdict::kFailed);
+  // A valid call that the case says must be rejected.
+  Case ok = valid_case();
+  ok.expect = 161002;
+  EXPECT_EQ(verdict_of(Misbehave::kNone, {}, ok), Verdict::kFailed);
+  // An invalid call in a case that expects ok: the case file is wrong.
+  c.expect = 0;
+  EXPECT_EQ(verdict_of(Misbehave::kNone, {}, c), Verdict::kInvalidCase);
+}
+
+TEST(Runner, unknown_params_make_an_invalid_case) {
+  Case c = valid_case();
+  c.params["hiddenSize"] = 3;
+  TestBackend b(Misbehave::kNone);
+  RunOptions opt;
+  opt.isolate = false;
+  const CaseResult r = run_case(c, b, opt);
+  EXPECT_EQ(r.verdict, Verdict::kInvalidCase);
+  EXPECT_NE(r.reason.find("hiddenSize"), std::string::npos) << r.reason;
+}
+
+TEST(RunnerIsolation, abort_becomes_crashed) {
+  TestBackend b(Misbehave::kAbort);
+  RunOptions opt;
+  opt.timeout_s = 30;
+  const CaseResult r = run_case_isolated(valid_case(), b, opt);
+  EXPECT_EQ(r.verdict, Verdict::kCrashed);
+  EXPECT_NE(r.reason.find("signal"), std::string::npos) << r.reason;
+}
+
+TEST(RunnerIsolation, hang_becomes_timeout) {
+  TestBackend b(Misbehave::kHang);
+  RunOptions opt;
+  opt.timeout_s = 0.3;
+  const CaseResult r = run_case_isolated(valid_case(), b, opt);
+  EXPECT_EQ(r.verdict, Verdict::kTimeout);
+}
+
+TEST(RunnerIsolation, isolated_result_matches_in_process_result) {
+  TestBackend b(Misbehave::kNone);
+  RunOptions opt;
+  const CaseResult r = run_case_isolated(valid_case(), b, opt);
+  EXPECT_EQ(r.verdict, Verdict::kPassed) << r.reason;
+  EXPECT_EQ(r.outputs.size(), 2u);
+}
+
+TEST(RunnerVacuity, degenerate_output_is_mistrusted) {
+  // H = 1 and exact fill with gradY of one value per row can make every compared row identical;
+  // a case whose routing output rows are all equal cannot see a permutation.
+  Case c = valid_case();
+  c.params = cases::moe_finalize_routing_v2_grad::Builder().dtype(DType::kF32).rows(2).hidden(1).experts(1).json();
+  c.fill = FillMode::kExact;
+  // Force identical rows: seed search is brittle, so compare against a hand-built expectation
+  // instead: run and accept either PASSED with distinct rows or MISTRUSTED with identical ones.
+  TestBackend b(Misbehave::kNone);
+  RunOptions opt;
+  opt.isolate = false;
+  for (uint64_t seed = 1; seed < 40; ++seed) {
+    c.seed = seed;
+    const CaseResult r = run_case(c, b, opt);
+    ASSERT_TRUE(r.verdict == Verdict::kPassed || r.verdict == Verdict::kMistrusted) << r.reason;
+    // With H = 1 and K = 1, gradExpandedXOut is gradY permuted: rows identical iff both gradY values are.
+    auto problem = make_problem(c);
+    const TensorMap in = (*problem)->fill(c.fill, c.seed).value();
+    const bool identical = in.at("gradY").get(0) == in.at("gradY").get(1);
+    EXPECT_EQ(r.verdict == Verdict::kMistrusted, identical) << "seed " << seed << ": " << r.reason;
+  }
+}
+
+}  // namespace
+}  // namespace opgate
