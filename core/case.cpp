@@ -10,8 +10,10 @@ namespace opgate {
 namespace {
 
 const char* const kFileKeys[] = {"op", "defaults", "cases", "note"};
+// "result" is the verdict a report attached to a failed/<id>.json; it is ignored on reading, so
+// that file replays as a case.
 const char* const kCaseKeys[] = {"id", "op", "params", "tensors", "seed", "fill", "expect",
-                                 "tags", "issue", "note"};
+                                 "tags", "issue", "note", "result"};
 
 template <size_t N>
 Status check_keys(const nlohmann::json& j, const char* const (&allowed)[N], const std::string& where) {

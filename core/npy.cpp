@@ -18,6 +18,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace opgate {
 namespace {
@@ -331,13 +332,17 @@ Expected<Tensor> decode_npy(const uint8_t* data, size_t size, const std::string&
   const Shape& shape = *header.shape;
   const size_t item_size = dtype_size(dtype);
   // Multiply in uint64 with an explicit bound so hostile shapes cannot overflow or over-allocate.
+  // Zero extents count as 1 in the bound, so the strides of an empty tensor stay in range too.
+  uint64_t bound = item_size;
   uint64_t expected = item_size;
   for (const int64_t extent : shape) {
-    if (__builtin_mul_overflow(expected, static_cast<uint64_t>(extent), &expected) ||
-        expected > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    const auto e = static_cast<uint64_t>(extent);
+    if (__builtin_mul_overflow(bound, e == 0 ? 1 : e, &bound) ||
+        bound > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       return parse_error(fmt::format("{}field 'shape': {} elements of {} bytes overflow the addressable size",
                                      prefix, shape_repr(shape), item_size));
     }
+    expected *= e;
   }
   const size_t data_start = header_start + header_len;
   const size_t actual = size - data_start;

@@ -197,8 +197,8 @@ Status ReportWriter::append(const CaseResult& r) {
   ++counts_[static_cast<size_t>(r.verdict)];
   if (verdict_fails(r.verdict, true)) {
     nlohmann::json failed = r.case_json.is_null() ? nlohmann::json::object() : r.case_json;
-    failed["_result"] = to_json(r);
-    failed["_result"].erase("case");
+    failed["result"] = to_json(r);
+    failed["result"].erase("case");
     OPGATE_TRY(write_file_atomic(dir_ + "/failed/" + r.id + ".json",
                                  failed.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
   }

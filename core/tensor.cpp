@@ -99,8 +99,14 @@ std::string shape_to_string(const Shape& shape) {
 }
 
 std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  // Unsigned arithmetic: an empty tensor may have extents whose full product does not fit, and its
+  // strides are never used to address memory, so wrapping is harmless where overflow would be UB.
   std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  uint64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 1;) {
+    stride *= static_cast<uint64_t>(shape[i]);
+    strides[i - 1] = static_cast<int64_t>(stride);
+  }
   return strides;
 }
 

@@ -218,10 +218,6 @@ Status check_input(const TensorMap& inputs, const std::string& name, const Tenso
   return Status::ok();
 }
 
-const Tensor* optional_input(const TensorMap& inputs, const char* name, bool present) {
-  return present ? &inputs.at(name) : nullptr;
-}
-
 }  // namespace
 
 bool Params::operator==(const Params& o) const {
@@ -257,9 +253,7 @@ SpecMap specs(const Params& p) {
 
 Status validate(const Params& p, const SpecMap& s) {
   for (const auto& [name, t] : s) {
-    const bool negative =
-        std::any_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d < 0; });
-    if (t.present && negative) {
+    if (t.present && std::any_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d < 0; })) {
       return invalid_case(
           fmt::format("{} has a negative extent: {}", name, shape_to_string(t.shape)));
     }
@@ -350,10 +344,10 @@ RefOutputs reference(const Params& p, const TensorMap& inputs) {
   const bool use_bias = p.has_scales && p.has_bias;
   const Tensor& gy = inputs.at(kGradY);
   const Tensor& idx = inputs.at(kRowIdx);
-  const Tensor* x = optional_input(inputs, kExpandedX, p.has_scales);
-  const Tensor* sc = optional_input(inputs, kScales, p.has_scales);
-  const Tensor* ei = optional_input(inputs, kExpertIdx, use_bias);
-  const Tensor* b = optional_input(inputs, kBias, use_bias);
+  const Tensor* x = p.has_scales ? &inputs.at(kExpandedX) : nullptr;
+  const Tensor* sc = p.has_scales ? &inputs.at(kScales) : nullptr;
+  const Tensor* ei = use_bias ? &inputs.at(kExpertIdx) : nullptr;
+  const Tensor* b = use_bias ? &inputs.at(kBias) : nullptr;
 
   Tensor gx = Tensor::zeros(DType::kF64, s.at(kGradX).shape);
   Tensor gx_care = Tensor::full(DType::kU8, s.at(kGradX).shape, p.drop_pad_mode == 1 ? 1.0 : 0.0);

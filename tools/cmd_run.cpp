@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/golden.h"
 #include "core/runner.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
@@ -68,6 +69,16 @@ int run_cases(RunFlags& f) {
   const std::string root = repo_root(f.root);
   auto cases = select_cases(root, f.sel);
   if (!cases) return fail(cases.status());
+  // Broken case files and golden folders stop the run before anything is written.
+  for (const Case& c : *cases) {
+    auto problem = make_problem(c);
+    if (!problem) return fail(problem.status());
+    if (f.against == "golden") {
+      const std::string root_golden = f.golden_root.empty() ? root + "/golden" : f.golden_root;
+      auto golden = read_golden(golden_case_dir(root_golden, c.op, c.id));
+      if (!golden && c.expect == 0) return fail(golden.status().with_context(fmt::format("case '{}'", c.id)));
+    }
+  }
   auto backend = make_backend(f.backend);
   if (!backend) return fail(backend.status());
   if (f.resume && f.out.empty()) return fail(parse_error("--resume needs --out <the report folder to resume>"));

@@ -222,6 +222,8 @@ TEST(NpyDecode, rejects_bad_shape_tuples) {
   expect_error(with_shape("(99999999999999999999,)"), "extent 99999999999999999999 overflows int64");
   // 2^32 * 2^32 = 2^64 elements cannot be addressed.
   expect_error(with_shape("(4294967296, 4294967296)"), "overflow the addressable size");
+  // An empty tensor with extents whose product (zero aside) overflows is rejected as well.
+  expect_error(with_shape("(0, 4294967296, 4294967296)"), "overflow the addressable size");
   expect_error(with_shape("(5)"), "'(5)' is an integer, not a tuple");
   expect_error(with_shape("[5]"), "field 'shape': expected a tuple");
   expect_error(with_shape("(5,,)"), "unexpected character ','");

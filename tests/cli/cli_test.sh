@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# End-to-end tests of the opgate command line: exit codes, one-line errors for bad input, the
+# report files, resume, sharding, determinism, fault detection with domain-term localisation,
+# repro, and the golden regenerate/verify cycle with its diagnoses.
+# Usage: cli_test.sh <opgate binary> <source dir> <scratch dir>
+set -uo pipefail
+OPGATE="$1"; SRC="$2"; WORK="$3"
+rm -rf "$WORK"; mkdir -p "$WORK"
+failures=0; passes=0
+check() {  # check <description> <command...>: the command must succeed
+  local what="$1"; shift
+  if "$@"; then passes=$((passes + 1)); else echo "FAIL: $what"; failures=$((failures + 1)); fi
+}
+# expect_error <exit code> <pattern> <opgate args...>: exact exit code, one stderr line matching.
+expect_error() {
+  local code="$1" pattern="$2"; shift 2
+  "$OPGATE" "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local got=$?
+  local lines; lines=$(wc -l <"$WORK/err.txt")
+  if [ "$got" -ne "$code" ] || [ "$lines" -ne 1 ] || ! grep -qE -- "$pattern" "$WORK/err.txt"; then
+    echo "FAIL: opgate $* -> exit $got (want $code), stderr ($lines lines):"; cat "$WORK/err.txt"
+    failures=$((failures + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+SMOKE="$SRC/cases/moe_finalize_routing_v2_grad/smoke.json"
+OP=moe_finalize_routing_v2_grad
+
+# --- bad input: exit 2, one line naming file / case / field, nothing written ---
+printf '{"op": "moe_finalize_routing_v2_grad", "cases": [ {"id": "x",' >"$WORK/malformed.json"
+expect_error 2 "malformed.json: malformed JSON" run --cases "$WORK/malformed.json" --out "$WORK/r_bad1"
+check "no report folder after malformed JSON" test ! -e "$WORK/r_bad1"
+cat >"$WORK/unknown_key.json" <<'J'
+{"op": "moe_finalize_routing_v2_grad", "cases": [{"id": "mfrg.k.f32", "params": {"R": 2}, "sead": 3}]}
+J
+expect_error 2 "unknown_key.json: cases\[0\]: case 'mfrg.k.f32': unknown key 'sead'" run --cases "$WORK/unknown_key.json"
+cat >"$WORK/unknown_param.json" <<'J'
+{"op": "moe_finalize_routing_v2_grad", "cases": [{"id": "mfrg.p.f32", "params": {"R": 2, "hidden": 8}}]}
+J
+expect_error 2 "case 'mfrg.p.f32'.*field 'params.hidden': unknown key" run --cases "$WORK/unknown_param.json"
+cat >"$WORK/bad_shape.json" <<'J'
+{"op": "moe_finalize_routing_v2_grad", "cases": [{"id": "mfrg.s.f32", "params": {"R": 2}, "tensors": {"gradY": {"shape": [2, -8]}}}]}
+J
+expect_error 2 "case 'mfrg.s.f32'.*field 'tensors.gradY.shape'" run --cases "$WORK/bad_shape.json"
+cat >"$WORK/bad_range.json" <<'J'
+{"op": "moe_finalize_routing_v2_grad", "cases": [{"id": "mfrg.r.f32", "params": {"H": -1}}]}
+J
+expect_error 2 "case 'mfrg.r.f32'.*field 'params.H': -1 is outside" run --cases "$WORK/bad_range.json"
+cat >"$WORK/bad_op.json" <<'J'
+{"op": "moe_ffn_v9", "cases": []}
+J
+expect_error 2 "bad_op.json: field 'op': unknown operator 'moe_ffn_v9'" run --cases "$WORK/bad_op.json"
+expect_error 2 "--op 'nope': unknown operator" run --op nope
+expect_error 2 "unknown backend 'gpu'" run --cases "$SMOKE" --backend gpu
+expect_error 2 "unknown defect" run --cases "$SMOKE" --backend fault:mfrg.nope
+expect_error 2 "ascend backend unavailable" run --cases "$SMOKE" --backend ascend
+expect_error 2 "no such case file" run --op "$OP" --tier weekly
+expect_error 2 "shard" run --cases "$SMOKE" --shard 3/2
+
+# --- a clean run writes the three reports and exits 0 ---
+"$OPGATE" run --cases "$SMOKE" --out "$WORK/r_ok" >"$WORK/run.txt" 2>&1
+check "smoke run exits 0" test $? -eq 0
+for f in summary.txt results.jsonl junit.xml; do check "report has $f" test -s "$WORK/r_ok/$f"; done
+n_cases=$(grep -c '"id"' "$SMOKE")
+check "results.jsonl has one line per case" test "$(wc -l <"$WORK/r_ok/results.jsonl")" -eq "$n_cases"
+check "summary ends with the counter line" grep -q "^cases:$n_cases passed:$n_cases failed:0" "$WORK/r_ok/summary.txt"
+check "junit.xml is well-formed with every case" python3 -c "
+import sys, xml.etree.ElementTree as ET
+root = ET.parse('$WORK/r_ok/junit.xml').getroot()
+sys.exit(0 if len(root.findall('.//testcase')) == $n_cases else 1)"
+
+# --- resume: only the missing case runs again ---
+head -n $((n_cases - 1)) "$WORK/r_ok/results.jsonl" >"$WORK/partial"; mv "$WORK/partial" "$WORK/r_ok/results.jsonl"
+"$OPGATE" run --cases "$SMOKE" --out "$WORK/r_ok" --resume >"$WORK/resume.txt" 2>&1
+check "resume exits 0" test $? -eq 0
+check "resume runs exactly one case" test "$(grep -c '^\[' "$WORK/resume.txt")" -eq 1
+check "resumed results are complete" test "$(wc -l <"$WORK/r_ok/results.jsonl")" -eq "$n_cases"
+
+# --- sharding: the shards partition the cases ---
+"$OPGATE" list --cases "$SMOKE" --shard 0/2 | grep '^mfrg' | awk '{print $1}' >"$WORK/s0" 2>/dev/null
+"$OPGATE" run --cases "$SMOKE" --shard 0/2 --out "$WORK/r_s0" -q >/dev/null 2>&1
+"$OPGATE" run --cases "$SMOKE" --shard 1/2 --out "$WORK/r_s1" -q >/dev/null 2>&1
+cat "$WORK/r_s0/results.jsonl" "$WORK/r_s1/results.jsonl" | python3 -c "import sys,json; print('\n'.join(sorted(json.loads(l)['id'] for l in sys.stdin)))" >"$WORK/union"
+python3 -c "import json; print('\n'.join(sorted(c['id'] for c in json.load(open('$SMOKE'))['cases'])))" >"$WORK/all"
+check "shards 0/2 and 1/2 partition the smoke tier" diff -q "$WORK/union" "$WORK/all"
+
+# --- determinism check is reported ---
+"$OPGATE" run --cases "$SMOKE" --repeat 3 --out "$WORK/r_rep" -q >/dev/null 2>&1
+check "--repeat 3 passes" test $? -eq 0
+check "--repeat 3 reports bit-identical outputs" grep -q "bit-identical over 3 runs" "$WORK/r_rep/results.jsonl"
+
+# --- a defect is caught, localised in domain terms, and reproduces ---
+"$OPGATE" run --cases "$SMOKE" --filter scales_dropless --backend fault:mfrg.k_major_index --out "$WORK/r_fault" >"$WORK/fault.txt" 2>&1
+check "fault run exits 1" test $? -eq 1
+check "failure names worst elements by (row, k, column)" grep -qE "expandedX row [0-9]+ = \(r [0-9]+, k [0-9]+\), col [0-9]+" "$WORK/fault.txt"
+check "failure prints a repro line" grep -q "repro: .*opgate repro .* --backend fault:mfrg.k_major_index" "$WORK/fault.txt"
+check "failed/<id>.json written" test -s "$WORK/r_fault/failed/mfrg.scales_dropless.f16.001.json"
+"$OPGATE" repro "$WORK/r_fault/failed/mfrg.scales_dropless.f16.001.json" --backend fault:mfrg.k_major_index >"$WORK/repro.txt" 2>&1
+check "repro of failed/<id>.json fails again" test $? -eq 1
+"$OPGATE" repro "$WORK/r_fault/failed/mfrg.scales_dropless.f16.001.json" --backend emu >/dev/null 2>&1
+check "the same case passes on emu" test $? -eq 0
+
+# --- golden: regenerate, verify, diagnose ---
+"$OPGATE" golden regen --cases "$SMOKE" --out "$WORK/golden" >/dev/null 2>&1
+check "golden regen exits 0" test $? -eq 0
+"$OPGATE" golden verify --out "$WORK/golden" >/dev/null 2>&1
+check "fresh golden verifies" test $? -eq 0
+"$OPGATE" run --cases "$SMOKE" --against golden --golden-root "$WORK/golden" --out "$WORK/r_gold" -q >/dev/null 2>&1
+check "run --against golden passes" test $? -eq 0
+G="$WORK/golden/$OP/mfrg.scales_dropless.f16.001"
+check "golden case has the contract's files" test -s "$G/case.json" -a -s "$G/manifest.json" -a -s "$G/inputs/gradY.npy" -a -s "$G/expected/gradScalesOut.npy"
+check "expected floats are stored as float64" python3 -c "
+import json; m = json.load(open('$G/manifest.json'))
+t = m['tensors']['expected/gradScalesOut.npy']; assert t['dtype'] == 'float16' and t['stored_as'] == 'float64', t"
+cp -r "$WORK/golden" "$WORK/golden_bad"
+head -c 100 "$G/inputs/gradY.npy" >"$WORK/golden_bad/$OP/mfrg.scales_dropless.f16.001/inputs/gradY.npy"
+"$OPGATE" golden verify --out "$WORK/golden_bad" >"$WORK/verify.txt" 2>&1
+check "verify flags a truncated file" test $? -eq 1
+check "verify says 'file corrupted'" grep -q "mfrg.scales_dropless.f16.001: file corrupted" "$WORK/verify.txt"
+expect_error 2 "gradY.npy" run --cases "$SMOKE" --filter scales_dropless --against golden --golden-root "$WORK/golden_bad"
+rm -rf "$WORK/golden_bad"; cp -r "$WORK/golden" "$WORK/golden_bad"
+python3 - "$WORK/golden_bad/$OP/mfrg.scales_dropless.f16.001/case.json" <<'P'
+import json, sys
+p = sys.argv[1]; c = json.load(open(p)); c["seed"] += 1; json.dump(c, open(p, "w"))
+P
+"$OPGATE" golden verify --out "$WORK/golden_bad" >"$WORK/verify.txt" 2>&1
+check "verify says 'input generator changed' when inputs differ" grep -q "input generator changed" "$WORK/verify.txt"
+check "no temporary folders left by regen" test -z "$(find "$WORK/golden" -name '.*tmp*')"
+
+echo "cli tests: $passes passed, $failures failed"
+[ "$failures" -eq 0 ]
