@@ -70,7 +70,10 @@ class Expected {
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
-  Status status() const { return has_value() ? Status() : std::get<1>(v_); }
+  const Status& status() const {
+    static const Status kOkStatus;
+    return has_value() ? kOkStatus : std::get<1>(v_);
+  }
 
  private:
   std::variant<T, Status> v_;

@@ -367,7 +367,8 @@ RefOutputs reference(const Params& p, const TensorMap& inputs) {
         gx_care.set(row * h + j, 1.0);
       }
     }
-    if (!p.has_scales) continue;
+    // A dropped slot without bias is skipped by the kernel: 0, even when gradY holds Inf or NaN.
+    if (!p.has_scales || (!valid && !use_bias)) continue;
     int64_t expert = -1;
     if (use_bias) {
       expert = static_cast<int64_t>(ei->get(i));

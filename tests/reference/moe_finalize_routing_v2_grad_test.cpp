@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -220,6 +221,17 @@ TEST(MoeFinalizeRoutingV2GradReference, dropless_unaddressed_row_is_undefined) {
   EXPECT_EQ(values_of(out.expected.at("gradExpandedXOut")), (std::vector<double>{0, 0, 3, 6}));
   // slot 1: [5, 6].[1, 2] = 17; slot 0 dropped without bias: 0.
   EXPECT_EQ(values_of(out.expected.at("gradScalesOut")), (std::vector<double>{0, 17}));
+}
+
+// The kernel skips a dropped slot without bias, so its gradScales is 0 even if gradY is Inf
+// (0 * Inf would be NaN); the valid slot propagates the Inf: [5, 6].[Inf, 2] = Inf.
+TEST(MoeFinalizeRoutingV2GradReference, dropped_slot_ignores_non_finite_grad_y) {
+  Params p = doc_params(false);
+  p.num_rows = 1;
+  const double inf = std::numeric_limits<double>::infinity();
+  const RefOutputs out =
+      reference(p, make_inputs(p, {{inf, 2}, {-1, 1}, {3, 4, 5, 6}, {2, 3}, {}, {}}));
+  EXPECT_EQ(values_of(out.expected.at("gradScalesOut")), (std::vector<double>{0, inf}));
 }
 
 // No scales: K = 1, gradX[idx[r]] = gradY[r] (a copy), gradScalesOut (R, 1) is not written.
