@@ -10,5 +10,6 @@ void add_list(CLI::App& app, int& exit_code);
 void add_run(CLI::App& app, int& exit_code);
 void add_repro(CLI::App& app, int& exit_code);
 void add_golden(CLI::App& app, int& exit_code);
+void add_merge(CLI::App& app, int& exit_code);
 
 }  // namespace opgate::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   opgate::cli::add_run(app, exit_code);
   opgate::cli::add_repro(app, exit_code);
   opgate::cli::add_golden(app, exit_code);
+  opgate::cli::add_merge(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

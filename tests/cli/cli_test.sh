@@ -84,6 +84,11 @@ cat "$WORK/r_s0/results.jsonl" "$WORK/r_s1/results.jsonl" | python3 -c "import s
 python3 -c "import json; print('\n'.join(sorted(c['id'] for c in json.load(open('$SMOKE'))['cases'])))" >"$WORK/all"
 check "shards 0/2 and 1/2 partition the smoke tier" diff -q "$WORK/union" "$WORK/all"
 
+"$OPGATE" merge "$WORK/r_s0" "$WORK/r_s1" --out "$WORK/r_merged" >/dev/null 2>&1
+check "merge of the shards exits 0" test $? -eq 0
+check "merged report counts every case" grep -q "^cases:$n_cases passed:$n_cases" "$WORK/r_merged/summary.txt"
+expect_error 2 "overlapping shards" merge "$WORK/r_s0" "$WORK/r_s0" --out "$WORK/r_merged2"
+
 # --- determinism check is reported ---
 "$OPGATE" run --cases "$SMOKE" --repeat 3 --out "$WORK/r_rep" -q >/dev/null 2>&1
 check "--repeat 3 passes" test $? -eq 0
