@@ -214,7 +214,7 @@ GoldenCheck verify_golden(const std::string& dir) {
   }
   auto cases = parse_cases_text(*case_text, dir + "/case.json");
   if (!cases) {
-    fail("file corrupted", cases.status().message());
+    fail("unreadable", cases.status().message());
     return out;
   }
   // 1. Every file matches its digest.

@@ -282,15 +282,18 @@ std::vector<uint8_t> encode_npy(const Tensor& t) {
   header += '\n';
   OPGATE_CHECK(header.size() <= 0xffff, "npy header exceeds the version 1.0 limit");
 
-  std::vector<uint8_t> out;
-  out.reserve(kMagicLen + 4 + header.size() + t.nbytes());
-  out.insert(out.end(), kMagic, kMagic + kMagicLen);
-  out.push_back(1);
-  out.push_back(0);
-  out.push_back(static_cast<uint8_t>(header.size() & 0xff));
-  out.push_back(static_cast<uint8_t>(header.size() >> 8));
-  out.insert(out.end(), header.begin(), header.end());
-  out.insert(out.end(), t.data(), t.data() + t.nbytes());
+  // Sized once and filled with memcpy (GCC 12 at -O3 misreports insert() chains as overflows).
+  std::vector<uint8_t> out(kMagicLen + 4 + header.size() + t.nbytes());
+  uint8_t* p = out.data();
+  std::memcpy(p, kMagic, kMagicLen);
+  p += kMagicLen;
+  *p++ = 1;
+  *p++ = 0;
+  *p++ = static_cast<uint8_t>(header.size() & 0xff);
+  *p++ = static_cast<uint8_t>(header.size() >> 8);
+  std::memcpy(p, header.data(), header.size());
+  p += header.size();
+  if (t.nbytes() > 0) std::memcpy(p, t.data(), t.nbytes());
   return out;
 }
 

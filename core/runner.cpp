@@ -196,7 +196,7 @@ CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt) {
     if (!cr.passed) {
       failed_outputs.push_back(fmt::format("{}: {}", check.name, cr.message));
     } else if (opt.vacuity && vacuous.empty()) {
-      if (auto why = vacuity_check(check, exp, dev, mag, care)) vacuous = *why;
+      if (auto why = vacuity_check(check, exp, dev, mag, care, &cr)) vacuous = *why;
     }
     nlohmann::json cj = to_json(cr);
     cj["plan"] = to_json(check);

@@ -112,8 +112,7 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
 
 Tensor Tensor::zeros(DType dtype, Shape shape) {
   Tensor t;
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
+  t.set_layout(dtype, std::move(shape));
   t.storage_ = std::make_shared<std::vector<uint8_t>>(t.nbytes(), uint8_t{0});
   return t;
 }
@@ -145,8 +144,7 @@ Expected<Tensor> Tensor::from_bytes(DType dtype, Shape shape, std::vector<uint8_
                                    size, bytes.size()));
   }
   Tensor t;
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
+  t.set_layout(dtype, std::move(shape));
   t.storage_ = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
   return t;
 }
@@ -155,8 +153,7 @@ Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<std::vector<uint8_
                     size_t byte_offset) {
   OPGATE_CHECK(storage != nullptr, "view of null storage");
   Tensor t;
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
+  t.set_layout(dtype, std::move(shape));
   const size_t nbytes = t.nbytes();
   OPGATE_CHECK(byte_offset <= storage->size() && nbytes <= storage->size() - byte_offset,
                fmt::format("view of {} bytes at offset {} exceeds storage of {} bytes", nbytes,
@@ -212,7 +209,7 @@ Tensor Tensor::reshaped(Shape shape) const {
                fmt::format("reshape {} to {} changes the element count", shape_to_string(shape_),
                            shape_to_string(shape)));
   Tensor t = *this;
-  t.shape_ = std::move(shape);
+  t.set_layout(dtype_, std::move(shape));
   return t;
 }
 
@@ -221,7 +218,7 @@ Tensor Tensor::reinterpreted(DType dtype) const {
                fmt::format("reinterpret {} as {} changes the element size", dtype_name(dtype_),
                            dtype_name(dtype)));
   Tensor t = *this;
-  t.dtype_ = dtype;
+  t.set_layout(dtype, shape_);
   return t;
 }
 
@@ -248,11 +245,22 @@ bool Tensor::bytes_equal(const Tensor& other) const {
   return nbytes() == 0 || std::memcmp(data(), other.data(), nbytes()) == 0;
 }
 
+void Tensor::set_layout(DType dtype, Shape shape) {
+  dtype_ = dtype;
+  shape_ = std::move(shape);
+  numel_ = shape_numel(shape_);
+  element_size_ = dtype_size(dtype_);
+}
+
 uint8_t* Tensor::element(int64_t flat) const {
-  OPGATE_CHECK(defined(), "element access on an undefined tensor");
-  OPGATE_CHECK(flat >= 0 && flat < numel(),
-               fmt::format("flat index {} out of range for shape {}", flat, shape_to_string(shape_)));
-  return storage_->data() + offset_ + static_cast<size_t>(flat) * dtype_size(dtype_);
+  // Hot path of every generic loop: the bounds check uses the cached count and formats its
+  // message only on failure.
+  if (storage_ == nullptr || flat < 0 || flat >= numel_) {
+    check_failed(__FILE__, __LINE__, "flat index in range",
+                 fmt::format("flat index {} out of range for shape {}{}", flat, shape_to_string(shape_),
+                             storage_ == nullptr ? " (undefined tensor)" : ""));
+  }
+  return storage_->data() + offset_ + static_cast<size_t>(flat) * element_size_;
 }
 
 }  // namespace opgate

@@ -39,8 +39,8 @@ class Tensor {
   const Shape& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }
   int64_t dim(int i) const { return shape_.at(static_cast<size_t>(i)); }
-  int64_t numel() const { return shape_numel(shape_); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return static_cast<size_t>(numel_) * element_size_; }
   std::vector<int64_t> strides() const { return contiguous_strides(shape_); }
 
   uint8_t* data() { return storage_ ? storage_->data() + offset_ : nullptr; }
@@ -73,9 +73,12 @@ class Tensor {
 
  private:
   uint8_t* element(int64_t flat) const;
+  void set_layout(DType dtype, Shape shape);  // the only writer of dtype_, shape_ and their caches
 
   DType dtype_ = DType::kF32;
   Shape shape_;
+  int64_t numel_ = 1;        // cached shape_numel(shape_)
+  size_t element_size_ = 4;  // cached dtype_size(dtype_)
   std::shared_ptr<std::vector<uint8_t>> storage_;
   size_t offset_ = 0;
 };

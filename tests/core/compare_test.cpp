@@ -251,5 +251,28 @@ TEST(Vacuity, fraction_standards_need_enough_perturbed_elements) {
   EXPECT_TRUE(vacuity_check(c, e, g, Tensor(), Tensor()).has_value());
 }
 
+TEST(Vacuity, sparse_judgement_agrees_with_a_full_comparison) {
+  // The runner passes the original result so only the perturbed elements are re-judged; both
+  // paths must reach the same verdict on every standard decided elementwise.
+  OutputCheck a = tolerance(DType::kF16, Standard::kAllclose);
+  a.tol.atol = 0.01;
+  for (double fraction : {0.0, 0.25, 0.5, 1.0}) {
+    a.tol.max_bad_fraction = fraction;
+    const Tensor e = f64({2, 2}, {1, 2, 3, 4});
+    const Tensor g = of(DType::kF16, {2, 2}, {1, 2, 3.5, 4});  // one element already bad
+    const CompareResult original = compare_output(a, e, g, Tensor(), Tensor());
+    if (!original.passed) continue;
+    EXPECT_EQ(vacuity_check(a, e, g, Tensor(), Tensor()).has_value(),
+              vacuity_check(a, e, g, Tensor(), Tensor(), &original).has_value())
+        << "fraction " << fraction;
+  }
+  const Tensor ei = of(DType::kI32, {3, 2}, {5, 6, 5, 6, 5, 6});
+  const CompareResult oi = compare_output(exact(DType::kI32), ei, ei, Tensor(), Tensor());
+  EXPECT_TRUE(vacuity_check(exact(DType::kI32), ei, ei, Tensor(), Tensor(), &oi).has_value());
+  const Tensor ed = of(DType::kI32, {3, 2}, {5, 6, 7, 6, 5, 6});
+  const CompareResult od = compare_output(exact(DType::kI32), ed, ed, Tensor(), Tensor());
+  EXPECT_FALSE(vacuity_check(exact(DType::kI32), ed, ed, Tensor(), Tensor(), &od).has_value());
+}
+
 }  // namespace
 }  // namespace opgate
