@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/npy.h"
+#include "core/report_html.h"
 
 namespace opgate {
 namespace {
@@ -257,7 +258,8 @@ Status ReportWriter::finish() {
     xml += "  </testsuite>\n";
   }
   xml += "</testsuites>\n";
-  return write_file_atomic(dir_ + "/junit.xml", xml);
+  OPGATE_TRY(write_file_atomic(dir_ + "/junit.xml", xml));
+  return write_file_atomic(dir_ + "/report.html", render_html_report(run_info_, results, counts));
 }
 
 }  // namespace opgate

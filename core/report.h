@@ -1,5 +1,5 @@
 // Verdicts, per-case results and the report writers: summary.txt, results.jsonl (appended as each
-// case finishes), failed/<id>.json and junit.xml (DESIGN.md §7, style-and-layout.md B8).
+// case finishes), failed/<id>.json, junit.xml and report.html (DESIGN.md §7, style-and-layout.md B8).
 #pragma once
 
 #include <array>
@@ -62,7 +62,7 @@ class ReportWriter {
   const std::set<std::string>& done_ids() const { return done_; }
   // Appends one line to results.jsonl and flushes it; failures also get failed/<id>.json.
   Status append(const CaseResult& r);
-  // Writes summary.txt and junit.xml from every result in results.jsonl (atomically).
+  // Writes summary.txt, junit.xml and report.html from every result in results.jsonl (atomically).
   Status finish();
   const VerdictCounts& counts() const { return counts_; }
   const std::string& dir() const { return dir_; }

@@ -60,7 +60,7 @@ expect_error 2 "shard" run --cases "$SMOKE" --shard 3/2
 # --- a clean run writes the three reports and exits 0 ---
 "$OPGATE" run --cases "$SMOKE" --out "$WORK/r_ok" >"$WORK/run.txt" 2>&1
 check "smoke run exits 0" test $? -eq 0
-for f in summary.txt results.jsonl junit.xml; do check "report has $f" test -s "$WORK/r_ok/$f"; done
+for f in summary.txt results.jsonl junit.xml report.html; do check "report has $f" test -s "$WORK/r_ok/$f"; done
 n_cases=$(grep -c '"id"' "$SMOKE")
 check "results.jsonl has one line per case" test "$(wc -l <"$WORK/r_ok/results.jsonl")" -eq "$n_cases"
 check "summary ends with the counter line" grep -q "^cases:$n_cases passed:$n_cases failed:0" "$WORK/r_ok/summary.txt"

@@ -1,0 +1,106 @@
+// The HTML report: counts, a case table sorted failures first, and per-output ULP histograms.
+#include "core/report_html.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace opgate {
+namespace {
+
+std::string esc(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+const char* verdict_color(Verdict v) {
+  switch (v) {
+    case Verdict::kPassed: return "#2e7d32";
+    case Verdict::kExpectedReject: return "#1565c0";
+    case Verdict::kSkipped: return "#757575";
+    case Verdict::kMistrusted: return "#ef6c00";
+    default: return "#c62828";
+  }
+}
+
+// Bars of the 8 ULP buckets on a log scale, so a single outlier next to millions of exact
+// elements stays visible.
+std::string ulp_svg(const nlohmann::json& hist) {
+  static const char* kLabels[] = {"0", "1", "2", "3-4", "5-8", "9-16", "17-64", ">64"};
+  if (!hist.is_array() || hist.size() != 8) return "";
+  double max_log = 0;
+  for (const auto& h : hist) max_log = std::max(max_log, std::log10(1.0 + h.get<double>()));
+  if (max_log == 0) return "";
+  std::string svg = "<svg width=\"248\" height=\"64\" role=\"img\">";
+  for (size_t i = 0; i < 8; ++i) {
+    const double n = hist[i].get<double>();
+    const double h = 44 * std::log10(1.0 + n) / max_log;
+    svg += fmt::format(
+        "<rect x=\"{}\" y=\"{:.1f}\" width=\"26\" height=\"{:.1f}\" fill=\"{}\"><title>{} ulp: {}</title></rect>"
+        "<text x=\"{}\" y=\"60\" font-size=\"8\" text-anchor=\"middle\">{}</text>",
+        i * 31, 48 - h, h, i < 3 ? "#607d8b" : "#e57373", kLabels[i], n, i * 31 + 13, kLabels[i]);
+  }
+  return svg + "</svg>";
+}
+
+std::string metric(const nlohmann::json& m, const char* key) {
+  if (!m.contains(key)) return "";
+  const auto& v = m[key];
+  return v.is_number() ? fmt::format("{:.3g}", v.get<double>()) : esc(v.dump());
+}
+
+}  // namespace
+
+std::string render_html_report(const nlohmann::json& run_info, const std::vector<CaseResult>& results,
+                               const VerdictCounts& counts) {
+  std::vector<const CaseResult*> order;
+  for (const auto& r : results) order.push_back(&r);
+  std::stable_sort(order.begin(), order.end(), [](const CaseResult* a, const CaseResult* b) {
+    return verdict_fails(a->verdict, true) > verdict_fails(b->verdict, true);
+  });
+  std::string html =
+      "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>opgate report</title><style>"
+      "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
+      "td,th{border:1px solid #ddd;padding:3px 6px;font-size:13px;vertical-align:top}"
+      ".v{color:#fff;font-weight:bold;padding:1px 5px;border-radius:3px}code{font-size:12px}"
+      "</style></head><body><h1>opgate report</h1>";
+  html += fmt::format("<p><code>{}</code></p><p>", esc(run_info.dump()));
+  for (size_t i = 0; i < kVerdictCount; ++i) {
+    if (counts[i] == 0) continue;
+    const auto v = static_cast<Verdict>(i);
+    html += fmt::format("<span class=\"v\" style=\"background:{}\">{} {}</span> ", verdict_color(v), verdict_name(v),
+                        counts[i]);
+  }
+  html += "</p><table><tr><th>case</th><th>verdict</th><th>reason</th><th>outputs: check, max abs, "
+          "max rel, MERE, RMSE, cosine, error balance, ULP histogram</th><th>ms</th></tr>";
+  for (const CaseResult* r : order) {
+    html += fmt::format("<tr><td><code>{}</code><br><small>{} / {}</small></td>", esc(r->id), esc(r->op), esc(r->tier));
+    html += fmt::format("<td><span class=\"v\" style=\"background:{}\">{}</span></td>", verdict_color(r->verdict),
+                        verdict_name(r->verdict));
+    html += fmt::format("<td>{}", esc(r->reason));
+    if (verdict_fails(r->verdict, true)) html += fmt::format("<br><code>{}</code>", esc(r->repro));
+    html += "</td><td>";
+    for (const auto& o : r->outputs) {
+      const auto& m = o.contains("metrics") ? o["metrics"] : nlohmann::json::object();
+      html += fmt::format("<div><b>{}</b> {} {}: abs {} rel {} mere {} rmse {} cos {} eb {}<br>{}</div>",
+                          esc(o.value("name", "?")), esc(o.value("check", "?")),
+                          o.value("passed", true) ? "ok" : "<b style=\"color:#c62828\">FAIL</b>", metric(m, "max_abs"),
+                          metric(m, "max_rel"), metric(m, "mere"), metric(m, "rmse"), metric(m, "cosine"),
+                          metric(m, "error_balance"), ulp_svg(m.value("ulp_hist", nlohmann::json())));
+    }
+    html += fmt::format("</td><td>{:.1f}</td></tr>", r->total_ms);
+  }
+  return html + "</table></body></html>\n";
+}
+
+}  // namespace opgate
