@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "cases/generate.h"
 #include "core/golden.h"
+#include "core/op_registry.h"
 #include "core/runner.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
@@ -20,6 +22,9 @@ struct RunFlags {
   int repeat = 1;
   double timeout_s = 600;
   bool no_isolate = false, resume = false, strict = false, quiet = false;
+  int64_t generate = 0;  // > 0: run this many freshly generated cases per operator
+  uint64_t seed = 1;
+  std::string size = "medium";
 };
 
 void add_common(CLI::App* cmd, RunFlags& f) {
@@ -65,9 +70,32 @@ std::string headline(const CaseResult& r) {
   return s;
 }
 
+// Freshly generated cases of the selected operators (`run --generate N`), sharded like files.
+Expected<std::vector<Case>> generated(const RunFlags& f) {
+  std::vector<const OpInfo*> ops;
+  for (const auto& name : f.sel.ops) {
+    const OpInfo* op = find_op(name);
+    if (op == nullptr) return parse_error(fmt::format("--op '{}': unknown operator (known: {})", name, known_ops_text()));
+    ops.push_back(op);
+  }
+  if (ops.empty()) {
+    for (const auto& op : all_ops()) ops.push_back(&op);
+  }
+  OPGATE_ASSIGN_OR_RETURN(SizeClass size, parse_size_class(f.size));
+  std::vector<Case> out;
+  for (const OpInfo* op : ops) {
+    OPGATE_ASSIGN_OR_RETURN(auto cases, generate_cases(*op, f.generate, f.seed, size));
+    for (auto& c : cases) {
+      c.tier = "generated";
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
 int run_cases(RunFlags& f) {
   const std::string root = repo_root(f.root);
-  auto cases = select_cases(root, f.sel);
+  auto cases = f.generate > 0 ? generated(f) : select_cases(root, f.sel);
   if (!cases) return fail(cases.status());
   // Broken case files and golden folders stop the run before anything is written.
   for (const Case& c : *cases) {
@@ -133,6 +161,11 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-isolate", f->no_isolate, "Run cases in this process (for debuggers)");
   cmd->add_flag("--strict", f->strict, "MISTRUSTED cases fail the gate");
   cmd->add_flag("-q,--quiet", f->quiet, "Print failures only");
+  cmd->add_option("--generate", f->generate, "Run N freshly generated cases per operator instead of case files")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  cmd->add_option("--seed", f->seed, "Generator seed for --generate");
+  cmd->add_option("--size", f->size, "Size budget for --generate: small, medium, large")
+      ->check(CLI::IsMember({"small", "medium", "large"}));
   add_common(cmd, *f);
   cmd->callback([f, &exit_code] { exit_code = run_cases(*f); });
 }

@@ -1,4 +1,3 @@
-// opgate: golden-reference validation and fuzzing harness for Ascend aclnn operators.
 // Sub-command dispatch; exit codes: 0 nothing failed, 1 a case failed, 2 usage or harness error.
 #include <fmt/format.h>
 
@@ -7,7 +6,6 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"opgate " OPGATE_HARNESS_VERSION
-               ": golden-reference validation and fuzzing harness for Ascend aclnn operators"};
   app.require_subcommand(1);
   app.set_version_flag("--version", OPGATE_HARNESS_VERSION);
   int exit_code = 0;
@@ -16,6 +14,8 @@ int main(int argc, char** argv) {
   opgate::cli::add_repro(app, exit_code);
   opgate::cli::add_golden(app, exit_code);
   opgate::cli::add_merge(app, exit_code);
+  opgate::cli::add_gen(app, exit_code);
+  opgate::cli::add_shrink(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,12 +1,16 @@
 // Properties over every operator's generator: a generated case is a valid call, round-trips
 // through its JSON form, and passes on the emulator — and a failure shrinks to a minimal case whose
 // JSON is printed, ready to paste into a case file.
+#include <map>
+#include <set>
+
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
 #include "core/backend.h"
 #include "core/case.h"
 #include "core/op_registry.h"
+#include "cases/generate.h"
 #include "core/runner.h"
 #include "tests/cases/rc_chooser.h"
 
@@ -61,14 +65,62 @@ TEST_P(GeneratedCasesProps, generated_case_passes_on_emu) {
   EXPECT_TRUE(result);
 }
 
+// Every mode-like value the hand-written ci tier uses (strings, booleans, and integer params
+// with at most four small distinct values, such as dropPadMode) must appear among 1,000
+// generated cases, and so must every fill mode: the generator is not stuck in a corner.
+class GeneratedCoverage : public ::testing::TestWithParam<const OpInfo*> {};
+
+TEST_P(GeneratedCoverage, thousand_cases_cover_every_ci_feature) {
+  const OpInfo& op = *GetParam();
+  auto ci = load_case_file(std::string(OPGATE_SOURCE_DIR) + "/cases/" + op.stem + "/ci.json");
+  ASSERT_TRUE(ci.has_value()) << ci.status().message();
+  std::map<std::string, std::set<std::string>> wanted;
+  std::map<std::string, std::set<int64_t>> int_values;
+  for (const auto& c : *ci) {
+    auto problem = make_problem(c);
+    ASSERT_TRUE(problem.has_value());
+    const nlohmann::json params = (*problem)->params_json();
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      if (it.value().is_string() || it.value().is_boolean()) wanted[it.key()].insert(feature_value(it.value()));
+      if (it.value().is_number_integer()) int_values[it.key()].insert(it.value().get<int64_t>());
+    }
+  }
+  for (const auto& [key, values] : int_values) {
+    const bool small = values.size() <= 4 && *values.rbegin() <= 8 && *values.begin() >= 0;
+    if (small) {
+      for (int64_t v : values) wanted[key].insert(feature_value(v));
+    }
+  }
+  wanted["fill"] = {"exact", "realistic", "adversarial"};
+  auto generated = generate_cases(op, 1000, 2024, SizeClass::kMedium);
+  ASSERT_TRUE(generated.has_value()) << generated.status().message();
+  const FeatureStats stats = feature_stats(*generated);
+  for (const auto& [key, values] : wanted) {
+    for (const auto& v : values) {
+      const auto f = stats.find(key);
+      EXPECT_TRUE(f != stats.end() && f->second.count(v) > 0)
+          << op.stem << ": ci.json uses " << key << " = " << v << " but 1,000 generated cases never do";
+    }
+  }
+}
+
+TEST_P(GeneratedCoverage, same_seed_same_cases) {
+  const OpInfo& op = *GetParam();
+  auto a = generate_cases(op, 30, 77, SizeClass::kSmall);
+  auto b = generate_cases(op, 30, 77, SizeClass::kSmall);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  for (size_t i = 0; i < a->size(); ++i) EXPECT_EQ(case_to_json((*a)[i]), case_to_json((*b)[i]));
+}
+
 std::vector<const OpInfo*> ops() {
   std::vector<const OpInfo*> v;
   for (const auto& op : all_ops()) v.push_back(&op);
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllOps, GeneratedCasesProps, ::testing::ValuesIn(ops()),
-                         [](const ::testing::TestParamInfo<const OpInfo*>& i) { return i.param->stem; });
+std::string stem_name(const ::testing::TestParamInfo<const OpInfo*>& i) { return i.param->stem; }
+INSTANTIATE_TEST_SUITE_P(AllOps, GeneratedCasesProps, ::testing::ValuesIn(ops()), stem_name);
+INSTANTIATE_TEST_SUITE_P(AllOps, GeneratedCoverage, ::testing::ValuesIn(ops()), stem_name);
 
 }  // namespace
 }  // namespace opgate

@@ -132,5 +132,30 @@ P
 check "verify says 'input generator changed' when inputs differ" grep -q "input generator changed" "$WORK/verify.txt"
 check "no temporary folders left by regen" test -z "$(find "$WORK/golden" -name '.*tmp*')"
 
+# --- generated cases: reproducible files, runs, shrinking a fault to a minimal repro ---
+"$OPGATE" gen --op "$OP" --count 40 --seed 11 --out "$WORK/gen1.json" && "$OPGATE" gen --op mfrg --count 40 --seed 11 --out "$WORK/gen2.json"
+check "gen is reproducible byte for byte" cmp -s "$WORK/gen1.json" "$WORK/gen2.json"
+"$OPGATE" gen --op "$OP" --count 40 --seed 12 --out "$WORK/gen3.json"
+check "another seed gives other cases" test -n "$(cmp "$WORK/gen1.json" "$WORK/gen3.json" 2>&1)"
+"$OPGATE" run --cases "$WORK/gen1.json" --out "$WORK/r_gen_file" -q >/dev/null 2>&1
+check "a generated case file runs and passes" test $? -eq 0
+"$OPGATE" run --generate 200 --seed 5 --out "$WORK/r_gen" -q >"$WORK/gen_run.txt" 2>&1
+check "run --generate 200 passes on emu" test $? -eq 0
+check "run --generate ran 200 cases per operator" grep -q "^cases:$((200 * $("$OPGATE" list --ops | wc -l))) " "$WORK/r_gen/summary.txt"
+cat >"$WORK/big.json" <<'J'
+{"op": "moe_finalize_routing_v2_grad", "cases": [{"id": "mfrg.big.bf16", "params": {"dtype": "bfloat16", "R": 64, "K": 8, "H": 1029, "scales": true, "bias": true, "dropPadMode": 1, "expertNum": 16, "expertCapacity": 40, "skew": 0.3}, "seed": 3, "fill": "realistic"}]}
+J
+"$OPGATE" shrink "$WORK/big.json" --backend fault:mfrg.last_block_dropped --out "$WORK/min.json" >"$WORK/shrink.txt" 2>&1
+check "shrink exits 0" test $? -eq 0
+check "shrunk case is at most a few elements wide" python3 -c "
+import json; p = json.load(open('$WORK/min.json'))['cases'][0]['params']
+assert p['R'] * p['K'] * p['H'] <= 8, p"
+check "shrink prints a repro command" grep -q "^repro: opgate repro $WORK/min.json --backend fault:mfrg.last_block_dropped" "$WORK/shrink.txt"
+"$OPGATE" repro "$WORK/min.json" --backend fault:mfrg.last_block_dropped >/dev/null 2>&1
+check "the shrunk case reproduces the failure" test $? -eq 1
+"$OPGATE" repro "$WORK/min.json" --backend emu >/dev/null 2>&1
+check "the shrunk case passes without the defect" test $? -eq 0
+expect_error 2 "does not fail on emu" shrink "$WORK/big.json" --backend emu
+
 echo "cli tests: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]

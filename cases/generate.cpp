@@ -1,0 +1,110 @@
+// Seeded generation of whole cases and their feature statistics.
+#include "cases/generate.h"
+
+#include <fmt/format.h>
+
+#include "cases/chooser.h"
+
+namespace opgate {
+
+namespace {
+// Case ids use the short dtype names of the hand-written tiers (f16, bf16, f32, i8).
+std::string short_dtype(const std::string& name) {
+  auto d = parse_dtype(name);
+  if (!d) return name;
+  switch (*d) {
+    case DType::kF32: return "f32";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+    case DType::kI8: return "i8";
+    default: return name;
+  }
+}
+}  // namespace
+
+Expected<SizeClass> parse_size_class(const std::string& name) {
+  if (name == "small") return SizeClass::kSmall;
+  if (name == "medium") return SizeClass::kMedium;
+  if (name == "large") return SizeClass::kLarge;
+  return parse_error(fmt::format("--size '{}': expected small, medium or large", name));
+}
+
+int64_t element_budget(SizeClass s) {
+  switch (s) {
+    case SizeClass::kSmall: return int64_t{1} << 14;
+    case SizeClass::kMedium: return int64_t{1} << 20;
+    case SizeClass::kLarge: return int64_t{1} << 26;
+  }
+  return 0;
+}
+
+int64_t input_elements(const Problem& p) {
+  int64_t n = 0;
+  for (const auto& [name, spec] : p.specs()) {
+    if (spec.present) n += shape_numel(spec.shape);
+  }
+  return n;
+}
+
+Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size) {
+  static const FillMode kFills[] = {FillMode::kExact, FillMode::kRealistic, FillMode::kAdversarial};
+  constexpr int kMaxDrawsPerCase = 200;
+  std::vector<Case> out;
+  uint64_t draw = 0;
+  for (int64_t n = 0; n < count; ++n) {
+    bool made = false;
+    for (int attempt = 0; attempt < kMaxDrawsPerCase && !made; ++attempt, ++draw) {
+      // Draws are numbered across the whole sequence, so every case is a function of the seed.
+      RngChooser chooser(seed * 0x9E3779B97F4A7C15ull + draw);
+      Case c;
+      c.op = op.stem;
+      c.params = op.generate(chooser);
+      c.seed = seed * 1000003 + static_cast<uint64_t>(n);
+      c.fill = kFills[n % 3];
+      const std::string dtype = c.params.contains("dtype") ? short_dtype(feature_value(c.params["dtype"])) : "any";
+      c.id = fmt::format("{}.gen{}.{}.{:03d}", op.short_name, seed, dtype, n);
+      c.tags = {"generated"};
+      auto problem = make_problem(c);
+      if (!problem || !(*problem)->validate().is_ok()) continue;
+      if (input_elements(**problem) > element_budget(size)) continue;
+      out.push_back(std::move(c));
+      made = true;
+    }
+    if (!made) {
+      return internal_error(fmt::format("{}: no valid case within the {} budget after {} draws", op.stem,
+                                        element_budget(size), kMaxDrawsPerCase));
+    }
+  }
+  return out;
+}
+
+std::string feature_value(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) {
+    const int64_t x = v.get<int64_t>();
+    if (x <= 1) return std::to_string(x);
+    int64_t lo = 2;
+    while (lo * 2 <= x) lo *= 2;
+    return fmt::format("{}-{}", lo, 2 * lo - 1);
+  }
+  if (v.is_number()) return fmt::format("{:g}", v.get<double>());
+  return v.dump();
+}
+
+FeatureStats feature_stats(const std::vector<Case>& cases) {
+  FeatureStats s;
+  for (const auto& c : cases) {
+    for (auto it = c.params.begin(); it != c.params.end(); ++it) {
+      if (it.value().is_array()) {
+        ++s[it.key() + ".length"][feature_value(static_cast<int64_t>(it.value().size()))];
+      } else {
+        ++s[it.key()][feature_value(it.value())];
+      }
+    }
+    ++s["fill"][fill_mode_name(c.fill)];
+  }
+  return s;
+}
+
+}  // namespace opgate

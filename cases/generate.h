@@ -1,0 +1,35 @@
+// Generated cases: N cases of one operator from its generator over the seeded RNG chooser, with
+// stable ids and a size budget, plus the feature statistics `opgate gen --stats` prints.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/case.h"
+#include "core/op_registry.h"
+
+namespace opgate {
+
+// Input-element budgets: small (unit-test sized), medium (ci), large (nightly).
+enum class SizeClass { kSmall, kMedium, kLarge };
+Expected<SizeClass> parse_size_class(const std::string& name);
+int64_t element_budget(SizeClass s);
+
+// `count` valid cases of `op`; the same (op, seed, count, size) gives the same cases byte for
+// byte. Draws exceeding the budget, or invalid calls, are redrawn (bounded). Ids are
+// "<short>.gen<seed>.<dtype>.<nnn>"; fills cycle exact, realistic, adversarial.
+Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size);
+
+// Total elements of a problem's input tensors (the cost proxy used by budgets and shrinking).
+int64_t input_elements(const Problem& p);
+
+// Feature -> value -> count over the params of `cases`: every param key, with integers bucketed
+// by powers of two ("0", "1", "2-3", "4-7", ...), plus the fill mode.
+using FeatureStats = std::map<std::string, std::map<std::string, int64_t>>;
+FeatureStats feature_stats(const std::vector<Case>& cases);
+// The categorical value of a param as `feature_stats` names it.
+std::string feature_value(const nlohmann::json& v);
+
+}  // namespace opgate
