@@ -1,3 +1,4 @@
+// opgate: golden-reference validation and fuzzing harness for Ascend aclnn operators.
 // Sub-command dispatch; exit codes: 0 nothing failed, 1 a case failed, 2 usage or harness error.
 #include <fmt/format.h>
 
@@ -6,6 +7,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"opgate " OPGATE_HARNESS_VERSION
+               ": golden-reference validation and fuzzing harness for Ascend aclnn operators"};
   app.require_subcommand(1);
   app.set_version_flag("--version", OPGATE_HARNESS_VERSION);
   int exit_code = 0;
