@@ -15,9 +15,9 @@ class RcChooser final : public Chooser {
     return *rc::gen::inRange<int64_t>(lo, hi + 1);  // inRange is half-open; shrinks toward lo
   }
   bool flag(double p, const char* /*what*/) override {
-    // A draw in [0, 1000) below p * 1000; shrinks toward 0, i.e. toward true for p > 0, so map
-    // the shrink target to false by comparing from the top.
-    const int64_t d = *rc::gen::inRange<int64_t>(0, 1000);
+    // A uniform draw in [0, 1000) (inRange alone is size-scaled and would hug 0 at small sizes);
+    // it shrinks toward 0, and comparing from the top makes that shrink toward false.
+    const int64_t d = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<int64_t>(0, 1000));
     return static_cast<double>(999 - d) < p * 1000.0;
   }
 };
