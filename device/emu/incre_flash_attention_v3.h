@@ -1,0 +1,34 @@
+// CPU emulation of the A2 aclnnIncreFlashAttentionV3 kernel (attention-and-ffn.md §1.4.3-§1.4.7):
+// fp32 QK, online softmax over S2 tiles, P rounded (or MSD-decomposed for int8 KV) before an fp32
+// PV, flash-decode split and combine, output cast or quantisation; plus the defect catalogue the
+// fault backend injects.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/defect.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "reference/incre_flash_attention_v3.h"
+
+namespace opgate::emu::incre_flash_attention_v3 {
+
+// Runs the kernel model on the packed images `in` (names as in ref::specs) and writes every element
+// of the pre-allocated out["attentionOut"]. `defect` is "" (faithful) or a name from defects().
+// A read outside a KV image (only defects do that) yields NaN, as garbage memory would.
+Status run(const ref::incre_flash_attention_v3::Params& p, const TensorMap& in, TensorMap& out,
+           const std::string& defect);
+
+// The injectable defects, each named "ifa.<what>" with a one-line description.
+std::vector<DefectInfo> defects();
+
+// The kernel's schedule for a problem (§1.4.7): S2 tile length and the flash-decode split length
+// (0 = no split). Exposed so tests can pick problems with identical schedules.
+struct Schedule {
+  int64_t tile = 0;
+  int64_t split_len = 0;
+};
+Schedule schedule(const ref::incre_flash_attention_v3::Params& p);
+
+}  // namespace opgate::emu::incre_flash_attention_v3

@@ -1,0 +1,303 @@
+// Double-precision reference of aclnnIncreFlashAttentionV3 (attention-and-ffn.md §1.4.1, §1.4.2,
+// §1.4.5, §1.5): two-pass softmax per (batch, query head) on canonical BNSD data, never the online
+// recurrence, parallel over (batch, KV head) only. Also the descriptors of the call (§1.2, §1.3),
+// the data checks and the first-order error budget each output element's tolerance needs.
+#include "reference/incre_flash_attention_v3.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "reference/math/incre_flash_attention_v3_convert.h"
+#include "reference/math/incre_flash_attention_v3_parallel.h"
+
+namespace opgate::ref::incre_flash_attention_v3 {
+namespace {
+
+constexpr double kMaskedScore = -1.0e12;  // BOOL_ATTEN_MASK_SCALAR_VALUE (§1.4.1)
+constexpr double kU32 = 0x1p-24;          // fp32 unit roundoff
+constexpr double kU16 = 0x1p-11;          // fp16 unit roundoff (quantisation arithmetic, §1.4.5)
+constexpr double kHalfMinNormal = 0x1p-14;  // below it a fp16 P may be subnormal or flushed
+
+int64_t ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+
+// Absolute representation error of one MSD-decomposed value of magnitude <= amax, per unit of
+// amax: 1 / (2 * 127 * 254^(digits-1)) (§1.4.2).
+double msd_step(int64_t inner_precise) {
+  return inner_precise == 0 ? 0.5 / (127.0 * 254.0 * 254.0) : 0.5 / (127.0 * 254.0);
+}
+
+// Per (n2, d) antiquant parameters broadcast from per-channel (2, N2*D) or per-tensor (2).
+struct Antiquant {
+  std::vector<double> key_scale, key_offset, value_scale, value_offset;
+};
+
+Antiquant antiquant_of(const Params& p, const TensorMap& in) {
+  const int64_t hd = kv_heads(p) * p.head_dim;
+  Antiquant a;
+  a.key_scale.assign(static_cast<size_t>(hd), 1.0);
+  a.value_scale = a.key_scale;
+  a.key_offset.assign(static_cast<size_t>(hd), 0.0);
+  a.value_offset = a.key_offset;
+  if (p.antiquant == QuantMode::kNone) return a;
+  const bool per_tensor = p.antiquant == QuantMode::kPerTensor;
+  auto load = [&](const char* name, std::vector<double>& key, std::vector<double>& value) {
+    const Tensor& t = in.at(name);
+    for (int64_t c = 0; c < hd; ++c) {
+      key[static_cast<size_t>(c)] = t.get(per_tensor ? 0 : c);
+      value[static_cast<size_t>(c)] = t.get(per_tensor ? 1 : hd + c);
+    }
+  };
+  load("antiquantScale", a.key_scale, a.value_scale);
+  if (p.has_antiquant_offset) load("antiquantOffset", a.key_offset, a.value_offset);
+  return a;
+}
+
+// Everything one (batch, KV head) job reads, converted once.
+struct Shared {
+  explicit Shared(const Params& params)
+      : p(params), n(params.num_heads), n2(kv_heads(params)), g(group_size(params)), d(params.head_dim),
+        cap(kv_capacity(params)), lengths(effective_lengths(params)) {}
+  const Params& p;
+  int64_t n, n2, g, d, cap;
+  std::vector<int64_t> lengths;
+  std::vector<double> q, pse;
+  const uint8_t* mask = nullptr;
+  Antiquant aq;
+  std::vector<double> qscale, qoffset;  // per query channel n*D + d
+  double scale = 1;
+  const Tensor* key = nullptr;
+  const Tensor* value = nullptr;
+  double* expected = nullptr;
+  double* magnitude = nullptr;
+};
+
+// The output element and its magnitude (error budget in units of 2^-24) for row value o.
+void write_output(const Shared& s, int64_t n, int64_t d, double o, double budget, int64_t b) {
+  const int64_t flat = (b * s.n + n) * s.d + d;
+  if (s.p.out_dtype != DType::kI8) {
+    s.expected[flat] = o;
+    s.magnitude[flat] = budget / kU32;
+    return;
+  }
+  const size_t c = static_cast<size_t>(n * s.d + d);
+  const double sc = s.qscale[c];
+  const double off = s.qoffset[c];
+  const double x = o * sc + off;
+  s.expected[flat] = std::clamp(x, -128.0, 127.0);
+  // |s| * budget, then the fp16 roundings of o, s, o*s, off and the sum (per-tensor half
+  // arithmetic; the per-channel fp32 path with one f16a rounding is covered by it) and fp32.
+  const double quant = std::fabs(sc) * budget +
+                       kU16 * (3 * std::fabs(o * sc) + std::fabs(off) + std::fabs(x)) +
+                       2 * kU32 * (std::fabs(o * sc) + std::fabs(x));
+  s.magnitude[flat] = quant / kU32;
+}
+
+// sum_d x_d y_d and sum_d |x_d y_d| in a fixed order: 8 interleaved lanes, then a fixed tree.
+void dot8(const double* x, const double* y, int64_t n, double* dot, double* mag) {
+  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  double lane_abs[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) {
+      const double v = x[i + j] * y[i + j];
+      lane[j] += v;
+      lane_abs[j] += std::fabs(v);
+    }
+  }
+  for (; i < n; ++i) {
+    const double v = x[i] * y[i];
+    lane[i % 8] += v;
+    lane_abs[i % 8] += std::fabs(v);
+  }
+  *dot = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  *mag = ((lane_abs[0] + lane_abs[1]) + (lane_abs[2] + lane_abs[3])) +
+         ((lane_abs[4] + lane_abs[5]) + (lane_abs[6] + lane_abs[7]));
+}
+
+// K and V rows of (b, n2) for t < len, dequantized; for int8 KV also |v_int8 * sv| and
+// sum_d |k_int8| for the error terms (float KV uses |v| and needs no key sums).
+struct Rows {
+  std::vector<double> k, v, vabs, kabs_sum;
+};
+
+Rows load_rows(const Shared& s, int64_t b, int64_t n2, int64_t len) {
+  const int64_t dd = s.d;
+  const bool int8_kv = s.p.kv_dtype == DType::kI8;
+  const size_t row0 = static_cast<size_t>(n2 * dd);
+  Rows r;
+  r.k.resize(static_cast<size_t>(len * dd));
+  r.v.resize(r.k.size());
+  r.kabs_sum.assign(static_cast<size_t>(len), 0.0);
+  const int64_t base = (b * s.n2 + n2) * s.cap * dd;
+  ifa_math::to_double(s.p.kv_dtype, s.key->data(), base, len * dd, r.k.data());
+  ifa_math::to_double(s.p.kv_dtype, s.value->data(), base, len * dd, r.v.data());
+  if (!int8_kv) return r;
+  r.vabs.resize(r.k.size());
+  for (int64_t t = 0; t < len; ++t) {
+    for (int64_t d = 0; d < dd; ++d) {
+      const size_t i = static_cast<size_t>(t * dd + d);
+      const size_t c = row0 + static_cast<size_t>(d);
+      r.kabs_sum[static_cast<size_t>(t)] += std::fabs(r.k[i]);
+      r.vabs[i] = std::fabs(r.v[i] * s.aq.value_scale[c]);
+      r.k[i] = (r.k[i] + s.aq.key_offset[c]) * s.aq.key_scale[c];
+      r.v[i] = (r.v[i] + s.aq.value_offset[c]) * s.aq.value_scale[c];
+    }
+  }
+  return r;
+}
+
+// Per query head of the group: q, the int8 key-side constants (A_d = q_d * sk_d, the dropped
+// offset term |scale * sum_d A_d off_d| and max |A_d|), scores and the softmax.
+struct Head {
+  const double* q = nullptr;
+  double dropped = 0, amax = 0, m = -INFINITY, l = 0;
+  std::vector<double> score, sigma, msd, prob, delta, o, cond, weighted, tail;
+};
+
+void compute_group(const Shared& s, int64_t b, int64_t n2) {
+  const Params& p = s.p;
+  const int64_t len = s.lengths[static_cast<size_t>(b)];
+  const int64_t dd = s.d;
+  if (len == 0) {
+    for (int64_t g = 0; g < s.g; ++g) {
+      for (int64_t d = 0; d < dd; ++d) write_output(s, n2 * s.g + g, d, 0.0, 0.0, b);
+    }
+    return;
+  }
+  const bool int8_kv = p.kv_dtype == DType::kI8;
+  const size_t row0 = static_cast<size_t>(n2 * dd);
+  const Rows rows = load_rows(s, b, n2, len);
+  // Tiles and flash-decode splits a kernel may use (tiles >= 512 positions, §1.4.7), and the
+  // depth of its fp32 PV / row-sum accumulation (16-element cube steps, then tiles and splits).
+  const double tiles = 2.0 * static_cast<double>(ceil_div(len, 512)) + 2;
+  const double depth = static_cast<double>(ceil_div(len, 16)) + 16 + tiles;
+  const double u_p = int8_kv ? 0.0 : (p.kv_dtype == DType::kF16 ? 0x1p-11 : 0x1p-8);
+  const double coef = u_p + kU32 * (2 * depth + tiles + 12);
+  const double eps_msd = int8_kv ? msd_step(p.inner_precise) : 0.0;
+  const auto L = static_cast<size_t>(len);
+  const auto D = static_cast<size_t>(dd);
+
+  std::vector<Head> heads(static_cast<size_t>(s.g));
+  for (int64_t g = 0; g < s.g; ++g) {
+    Head& h = heads[static_cast<size_t>(g)];
+    h.q = s.q.data() + (b * s.n + n2 * s.g + g) * dd;
+    for (int64_t d = 0; d < dd; ++d) {
+      const size_t c = row0 + static_cast<size_t>(d);
+      const double a = h.q[d] * s.aq.key_scale[c];
+      h.dropped += a * s.aq.key_offset[c];
+      h.amax = std::max(h.amax, std::fabs(a));
+    }
+    h.dropped = std::fabs(s.scale * h.dropped);
+    for (auto* v : {&h.score, &h.sigma, &h.msd, &h.prob, &h.delta}) v->assign(L, 0.0);
+    for (auto* v : {&h.o, &h.cond, &h.weighted, &h.tail}) v->assign(D, 0.0);
+  }
+  std::vector<char> masked(L, 0);
+  for (int64_t t = 0; t < len; ++t) {
+    const size_t ti = static_cast<size_t>(t);
+    masked[ti] = s.mask != nullptr && s.mask[b * p.mask_seq + t] != 0;
+    for (int64_t g = 0; g < s.g; ++g) {
+      Head& h = heads[static_cast<size_t>(g)];
+      double dot = 0, mag = 0;
+      dot8(h.q, rows.k.data() + t * dd, dd, &dot, &mag);
+      const int64_t pb = p.pse_batch == p.batch ? b : 0;
+      const double pse = s.pse.empty() ? 0.0 : s.pse[static_cast<size_t>((pb * s.n + n2 * s.g + g) * p.pse_seq + t)];
+      const double st = masked[ti] ? kMaskedScore : s.scale * dot + pse;
+      // int8: the kernel's dot product is sum_d A_d k_td (offset dropped), bounded by amax sum|k|.
+      const double kmag = int8_kv ? mag + h.amax * rows.kabs_sum[ti] : mag;
+      h.score[ti] = st;
+      h.sigma[ti] = std::fabs(s.scale) * kmag + std::fabs(pse);
+      h.msd[ti] = std::fabs(s.scale) * eps_msd * h.amax * rows.kabs_sum[ti];
+      h.m = std::max(h.m, st);
+    }
+  }
+  for (Head& h : heads) {
+    for (size_t t = 0; t < L; ++t) {
+      h.prob[t] = std::exp(h.score[t] - h.m);
+      h.l += h.prob[t];
+      // Score error: dot product over D, scale, pse add, and the int8 MSD digits of A; exp error:
+      // s - m, the exp itself, tile rescales and split combination.
+      const double score_err = masked[t] ? 0.0 : (dd + 4) * h.sigma[t] + 3 * (std::fabs(h.score[t]) + h.dropped);
+      h.delta[t] = kU32 * (score_err + 2 * std::fabs(h.score[t] - h.m) + 2 * tiles + 10) + (masked[t] ? 0.0 : h.msd[t]);
+    }
+  }
+  for (size_t t = 0; t < L; ++t) {
+    const double* vt = rows.v.data() + t * D;
+    for (Head& h : heads) {
+      const double pt = h.prob[t];
+      double* o = h.o.data();
+      for (size_t d = 0; d < D; ++d) o[d] += pt * vt[d];
+    }
+  }
+  for (Head& h : heads) {
+    for (double& o : h.o) o /= h.l;
+  }
+  for (size_t t = 0; t < L; ++t) {
+    const double* vt = rows.v.data() + t * D;
+    const double* at = int8_kv ? rows.vabs.data() + t * D : nullptr;
+    for (Head& h : heads) {
+      const double w = h.prob[t] / h.l;
+      const double wd = w * h.delta[t];
+      const double pt = h.prob[t];
+      const double floor_p = int8_kv ? std::min(pt, eps_msd) : (p.kv_dtype == DType::kF16 && pt < kHalfMinNormal ? pt : 0.0);
+      for (size_t d = 0; d < D; ++d) {
+        const double a = at != nullptr ? at[d] : std::fabs(vt[d]);
+        h.cond[d] += wd * std::fabs(vt[d] - h.o[d]);
+        h.weighted[d] += w * a;
+        h.tail[d] += floor_p * a;
+      }
+    }
+  }
+  for (int64_t g = 0; g < s.g; ++g) {
+    const Head& h = heads[static_cast<size_t>(g)];
+    for (size_t d = 0; d < D; ++d) {
+      const size_t c = row0 + d;
+      const double off = int8_kv ? std::fabs(s.aq.value_offset[c] * s.aq.value_scale[c]) : 0.0;
+      const double budget = h.cond[d] + coef * (h.weighted[d] + off) + h.tail[d] / h.l;
+      write_output(s, n2 * s.g + g, static_cast<int64_t>(d), h.o[d], budget, b);
+    }
+  }
+}
+
+}  // namespace
+
+RefOutputs reference(const Params& p, const TensorMap& in) {
+  const SpecMap sp = specs(p);
+  const Shape out_shape = sp.at("attentionOut").shape;
+  Tensor expected = Tensor::zeros(DType::kF64, out_shape);
+  Tensor magnitude = Tensor::zeros(DType::kF64, out_shape);
+  Shared s(p);
+  const Tensor& query = in.at("query");
+  s.q.resize(static_cast<size_t>(query.numel()));
+  ifa_math::to_double(query.dtype(), query.data(), 0, query.numel(), s.q.data());
+  if (p.has_pse && p.pse_seq > 0) {
+    const Tensor& pse = in.at("pseShift");
+    s.pse.resize(static_cast<size_t>(pse.numel()));
+    ifa_math::to_double(pse.dtype(), pse.data(), 0, pse.numel(), s.pse.data());
+  }
+  if (p.has_mask && p.mask_seq > 0) s.mask = in.at("attenMask").data();
+  s.aq = antiquant_of(p, in);
+  const int64_t channels = p.num_heads * p.head_dim;
+  s.qscale.assign(static_cast<size_t>(channels), 1.0);
+  s.qoffset.assign(static_cast<size_t>(channels), 0.0);
+  if (p.quant != QuantMode::kNone) {
+    const bool per_tensor = p.quant == QuantMode::kPerTensor;
+    for (int64_t c = 0; c < channels; ++c) {
+      s.qscale[static_cast<size_t>(c)] = in.at("quantScale2").get(per_tensor ? 0 : c);
+      if (p.has_quant_offset) s.qoffset[static_cast<size_t>(c)] = in.at("quantOffset2").get(per_tensor ? 0 : c);
+    }
+  }
+  s.scale = static_cast<double>(f32_from_double(p.scale_value));
+  s.key = &in.at("key");
+  s.value = &in.at("value");
+  s.expected = expected.ptr<double>();
+  s.magnitude = magnitude.ptr<double>();
+  ifa_math::parallel_for(p.batch * s.n2, [&](int64_t job) { compute_group(s, job / s.n2, job % s.n2); });
+  RefOutputs out;
+  out.expected["attentionOut"] = std::move(expected);
+  out.magnitude["attentionOut"] = std::move(magnitude);
+  return out;
+}
+
+}  // namespace opgate::ref::incre_flash_attention_v3

@@ -1,0 +1,70 @@
+// Table-driven exact conversions of fp16/bf16 bit patterns; other dtypes by plain casts.
+#include "reference/math/incre_flash_attention_v3_convert.h"
+
+#include <cstring>
+#include <vector>
+
+namespace opgate::ifa_math {
+namespace {
+
+const std::vector<double>& table(DType t) {
+  static const std::vector<double> half = [] {
+    std::vector<double> v(65536);
+    for (uint32_t b = 0; b < 65536; ++b) v[b] = f16_to_double(static_cast<uint16_t>(b));
+    return v;
+  }();
+  static const std::vector<double> bfloat = [] {
+    std::vector<double> v(65536);
+    for (uint32_t b = 0; b < 65536; ++b) v[b] = bf16_to_double(static_cast<uint16_t>(b));
+    return v;
+  }();
+  return t == DType::kF16 ? half : bfloat;
+}
+
+template <class Out>
+void convert(DType t, const uint8_t* data, int64_t first, int64_t count, Out* dst) {
+  switch (t) {
+    case DType::kF16:
+    case DType::kBF16: {
+      const double* tab = table(t).data();
+      const uint8_t* src = data + first * 2;
+      for (int64_t i = 0; i < count; ++i) {
+        uint16_t b;
+        std::memcpy(&b, src + 2 * i, 2);
+        dst[i] = static_cast<Out>(tab[b]);
+      }
+      return;
+    }
+    case DType::kI8: {
+      const auto* src = reinterpret_cast<const int8_t*>(data) + first;
+      for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<Out>(src[i]);
+      return;
+    }
+    case DType::kU8:
+    case DType::kBool: {
+      const uint8_t* src = data + first;
+      for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<Out>(src[i]);
+      return;
+    }
+    default:
+      for (int64_t i = 0; i < count; ++i) {
+        dst[i] = static_cast<Out>(load_element(t, data + (first + i) * static_cast<int64_t>(dtype_size(t))));
+      }
+      return;
+  }
+}
+
+}  // namespace
+
+void to_double(DType t, const uint8_t* data, int64_t first, int64_t count, double* dst) {
+  convert(t, data, first, count, dst);
+}
+
+void to_float(DType t, const uint8_t* data, int64_t first, int64_t count, float* dst) {
+  convert(t, data, first, count, dst);
+}
+
+double half_value(uint16_t bits) { return table(DType::kF16)[bits]; }
+double bfloat_value(uint16_t bits) { return table(DType::kBF16)[bits]; }
+
+}  // namespace opgate::ifa_math
