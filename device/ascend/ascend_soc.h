@@ -1,0 +1,36 @@
+// SoC names as aclrtGetSocName reports them, grouped into the product families the operator
+// documentation's support tables name (Atlas A2, Atlas A3, Ascend 950, Atlas inference series).
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "core/backend.h"
+
+namespace opgate::ascend {
+
+enum class SocFamily {
+  kUnknown,
+  kA2,             // Ascend910B1..B4, B2C, B4-1: Atlas A2 training / inference series
+  kA3,             // Ascend910_93xx: Atlas A3 training / inference series
+  kAscend950,      // Ascend950PR_xxxx, Ascend950DT_xxxx, Ascend910_95xx
+  kInference310P,  // Ascend310P*: Atlas inference series
+  kTraining910,    // Ascend910A, Ascend910ProA/ProB, Ascend910PremiumA, Ascend910B: Atlas training series
+  kAtlas310B,      // Ascend310B*: Atlas 200I/500 A2 inference products
+};
+
+struct SocInfo {
+  std::string name;  // aclrtGetSocName, e.g. "Ascend910B3"
+  SocFamily family = SocFamily::kUnknown;
+};
+
+SocFamily soc_family(const std::string& soc_name);
+// "Atlas A2", "Atlas A3", "Ascend 950", "Atlas inference series (310P)", ...
+const char* soc_family_name(SocFamily family);
+
+// The verdict of a documentation support table: yes when the SoC's family is listed; no, with a
+// reason naming the SoC, its family and `doc` (the operator and where the table is), otherwise.
+// An unknown SoC is given a chance: the device itself then decides.
+Support documented_support(const SocInfo& soc, std::initializer_list<SocFamily> listed, const char* doc);
+
+}  // namespace opgate::ascend
