@@ -1,0 +1,139 @@
+// Error bounds of aclnnMoeFFN's device numerics (spec attention-and-ffn.md §2.4, §2.7): forward
+// error propagation through the kernel's rounding points, with the AscendC activation op sequences
+// (gelu_impl.h FastGeluCalcSimplified / GeluCalcSimplifiedAvoid, silu_common_impl.h).
+#include "reference/math/moe_ffn_bound.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace opgate::ref::moe_ffn {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kExactUlps = 0.5;  // correctly rounded Add, Mul, Cast
+constexpr double kDivUlps = 1.0;    // ASSUMPTION: vector Div within 1 ulp
+constexpr double kExpUlps = 2.0;    // ASSUMPTION: vector Exp within 2 ulps
+
+// Forward error propagation of one op sequence evaluated in dtype `t`.
+struct Eval {
+  DType t;
+
+  Tracked constant(double k) const { return {round_to(t, k), 0.0}; }
+  Tracked mul(Tracked a, Tracked b) const {
+    return round_bound({a.v * b.v, std::fabs(a.v) * b.e + std::fabs(b.v) * a.e + a.e * b.e}, t);
+  }
+  Tracked add(Tracked a, Tracked b) const { return round_bound({a.v + b.v, a.e + b.e}, t); }
+  // Denominators here are 1 + exp(.) >= 1, so b.v - b.e > 0 unless b's bound is useless.
+  Tracked div(Tracked a, Tracked b) const {
+    const double q = a.v / b.v;
+    if (!(b.v - b.e > 0)) return {q, kInf};
+    return round_bound({q, (a.e + std::fabs(q) * b.e) / (b.v - b.e)}, t, kDivUlps);
+  }
+  Tracked exp(Tracked a) const {
+    const double v = std::exp(a.v);
+    return round_bound({v, v * std::expm1(a.e)}, t, kExpUlps);
+  }
+};
+
+// x / (1 + exp(c x)) with c = -1.702 (FasterGelu) or -1 (Silu): Muls, Exp, Adds, Div. Where exp may
+// overflow to inf the device result is x / inf = 0 or x / (1 + E) with E at least exp(t_min), so
+// it lies within |x| / (1 + E_min) of 0 (plus the rounding of such a tiny quotient).
+Tracked sigmoid_gate(const Eval& ev, Tracked x, double c) {
+  const Tracked t = ev.mul(x, ev.constant(c));
+  if (std::exp(t.v + t.e) * (1 + 4 * unit_roundoff(ev.t)) >= max_finite(ev.t)) {
+    const double e_min = std::exp(t.v - t.e) * (1 - 4 * unit_roundoff(ev.t));
+    return {0.0, (std::fabs(x.v) + x.e) / (1 + e_min) + ulp(ev.t, 0.0)};
+  }
+  const Tracked d = ev.add(ev.exp(t), ev.constant(1.0));
+  return ev.div(x, d);
+}
+
+// GeluCalcSimplifiedAvoid: y = 1.5957691 (x + 0.044715 x^3); x / (exp(-|y|) + 1) * exp(min(y, 0)).
+// Where x^3 may overflow, y = +-inf: the device returns x exactly (x > 0) or 0 (x < 0).
+Tracked gelu_tanh(const Eval& ev, Tracked x) {
+  if (std::pow(std::fabs(x.v) + x.e, 3) >= max_finite(ev.t)) return x.v > 0 ? x : Tracked{0.0, 0.0};
+  const Tracked x2 = ev.mul(x, x);
+  const Tracked x3 = ev.mul(x, x2);
+  const Tracked inner = ev.add(x, ev.mul(x3, ev.constant(0.044715)));
+  const Tracked y = ev.mul(inner, ev.constant(1.5957691216057308));
+  const Tracked upper = ev.exp({std::min(y.v, 0.0), y.e});
+  const Tracked lower = ev.add(ev.exp({-std::fabs(y.v), y.e}), ev.constant(1.0));
+  return ev.mul(ev.div(x, lower), upper);
+}
+
+}  // namespace
+
+double unit_roundoff(DType t) { return std::ldexp(1.0, -mantissa_digits(t)); }
+
+Tracked round_bound(Tracked x, DType t, double ulps) {
+  if (!std::isfinite(x.v) || !std::isfinite(x.e)) return {x.v, kInf};
+  if (ulps == kExactUlps) {
+    // A correctly rounded op is monotone, so the device's result lies between the roundings of the
+    // ends of [v - e, v + e], under either tie rule (RNE or CAST_ROUND). The ends are widened by a
+    // few double ulps so that computing them in double cannot shrink the interval.
+    const double slack = x.e > 0 ? 4 * std::numeric_limits<double>::epsilon() * (std::fabs(x.v) + x.e) : 0.0;
+    const double lo = x.v - x.e - slack;
+    const double hi = x.v + x.e + slack;
+    const double r_lo = std::min(round_to(t, lo, Rounding::kNearestEven), round_to(t, lo, Rounding::kHalfAway));
+    const double r_hi = std::max(round_to(t, hi, Rounding::kNearestEven), round_to(t, hi, Rounding::kHalfAway));
+    if (!std::isfinite(r_lo) || !std::isfinite(r_hi)) return {x.v, kInf};
+    return {x.v, std::max(x.v - r_lo, r_hi - x.v)};
+  }
+  if (x.e == 0 && x.v == 0) return x;
+  const double reach = std::fabs(x.v) + x.e;
+  if (reach >= max_finite(t)) return {x.v, kInf};
+  return {x.v, x.e + ulps * ulp(t, reach)};
+}
+
+Tracked activation_bound(Activation a, double h, double e_h, DType t) {
+  const double ref = activate(a, h);
+  if (a == Activation::kRelu) return {ref, e_h};
+  const Eval ev{t};
+  Tracked dev;
+  switch (a) {
+    case Activation::kFastGelu: dev = sigmoid_gate(ev, {h, e_h}, -1.702); break;
+    case Activation::kSilu: dev = sigmoid_gate(ev, {h, e_h}, -1.0); break;
+    case Activation::kGelu: dev = gelu_tanh(ev, {h, e_h}); break;
+    default: return {ref, kInf};
+  }
+  // Every op sequence returns x * g with g in [0, 1] after rounding, so the device result lies
+  // between 0 and its input whatever overflows on the way (exp -> inf gives exactly 0).
+  const double fallback = std::max(std::fabs(ref), std::fabs(h - ref)) + e_h;
+  const double tracked = std::fabs(dev.v - ref) + dev.e;
+  return {ref, std::isfinite(tracked) && tracked < fallback ? tracked : fallback};
+}
+
+int64_t requant_steps(double q, double e) {
+  if (!(e > 0)) return 0;
+  if (!std::isfinite(e) || !std::isfinite(q)) return 255;
+  const double lo = std::max(std::ceil(q - e - 0.5), -128.0);
+  const double hi = std::min(std::floor(q + e - 0.5), 126.0);
+  return hi >= lo ? static_cast<int64_t>(hi - lo) + 1 : 0;
+}
+
+int64_t accumulation_chain(int64_t k) { return (k + 15) / 16 + 16; }
+
+double accumulation_bound(int64_t k, double mag) {
+  const double nu = static_cast<double>(accumulation_chain(k)) * unit_roundoff(DType::kF32);
+  return nu / (1.0 - nu) * mag;
+}
+
+int grid_exponent(const double* v, int64_t n) {
+  int best = kNoGrid;
+  for (int64_t i = 0; i < n; ++i) {
+    if (v[i] == 0.0 || !std::isfinite(v[i])) continue;
+    int ex = 0;
+    const double f = std::frexp(v[i], &ex);
+    const auto mant = static_cast<int64_t>(std::ldexp(std::fabs(f), 53));
+    best = std::min(best, ex - 53 + __builtin_ctzll(static_cast<uint64_t>(mant)));
+  }
+  return best;
+}
+
+bool fp32_exact_sum(int grid_exp, double mag) {
+  if (grid_exp == kNoGrid) return true;
+  return grid_exp >= -149 && mag <= std::ldexp(1.0, 24 + grid_exp);
+}
+
+}  // namespace opgate::ref::moe_ffn

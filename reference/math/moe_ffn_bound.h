@@ -1,0 +1,53 @@
+// Rigorous bounds on how far aclnnMoeFFN's intermediate values on the device can be from the exact
+// ones (spec attention-and-ffn.md §2.7): every rounding point of the kernel's path is charged its
+// unit roundoff, and a chain of exactly representable values stays exact. The reference turns these
+// bounds into the per-element error budget of `y` (cases/moe_ffn/README.md, "Tolerances").
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "reference/math/moe_ffn_activation.h"
+
+namespace opgate::ref::moe_ffn {
+
+// A value of the exact computation and a bound on |device value - v|.
+struct Tracked {
+  double v = 0;
+  double e = 0;
+};
+
+// Unit roundoff of a floating dtype: 2^-11 (f16), 2^-8 (bf16), 2^-24 (f32), 2^-53 (f64).
+double unit_roundoff(DType t);
+
+// The kernel rounds `x` to dtype `t` with an error of at most `ulps` units in the last place.
+// 0.5 = correctly rounded (RNE or ties away): the bound is the distance from v to the roundings of
+// v - e and v + e, so an exact, representable value stays exact; otherwise e + ulps * ulp. A value
+// that may overflow gets an infinite bound.
+Tracked round_bound(Tracked x, DType t, double ulps = 0.5);
+
+// The kernel's activation (AscendC FasterGelu / Silu / Gelu op sequences, or Relu) evaluated in
+// dtype `t` with that dtype's coefficients, on an input within `e_h` of `h`. Returns the exact
+// activate(a, h) and a bound on the device result's distance from it. Vector Exp and Div are
+// assumed within 2 and 1 ulp, Add and Mul correctly rounded.
+Tracked activation_bound(Activation a, double h, double e_h, DType t);
+
+// Rounding boundaries k + 1/2 (k = -128..126) of sat8(rne(.)) within `e` of `q`: how many int8
+// steps the kernel's re-quantised value can differ from sat8(rne(q)). 0 when e == 0.
+int64_t requant_steps(double q, double e);
+
+// Length of the longest fp32 rounding chain of a K-term cube accumulation: one add per 16-deep
+// fractal into the accumulator plus at most 16 inside a fractal (ASSUMPTION, spec §1.4.7).
+int64_t accumulation_chain(int64_t k);
+
+// Bound on |fp32 accumulation - exact| for K terms (bias included) whose |terms| sum to `mag`.
+double accumulation_bound(int64_t k, double mag);
+
+// The largest p such that every value is an integer multiple of 2^p; kNoGrid if all are zero.
+// Sums of such values stay exact in fp32 while their magnitude is below 2^(24 + p).
+constexpr int kNoGrid = 100000;
+int grid_exponent(const double* v, int64_t n);
+// True when every partial sum of terms on grid 2^p with sum |terms| <= mag is exact in fp32.
+bool fp32_exact_sum(int grid_exp, double mag);
+
+}  // namespace opgate::ref::moe_ffn

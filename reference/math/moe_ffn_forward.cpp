@@ -1,0 +1,259 @@
+// The aclnnMoeFFN forward pass in double with its per-element error budget: the fp paths charge
+// each rounding point of spec §2.7 and propagate it through |W2|; the int8 paths count, per hidden
+// value, the int8 rounding boundaries the device's half-precision re-quantisation may cross.
+#include "reference/math/moe_ffn_forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "reference/math/moe_ffn_bound.h"
+#include "reference/math/moe_ffn_gemm.h"
+
+namespace opgate::ref::moe_ffn {
+namespace {
+
+constexpr int64_t kRowBlock = 64;      // rows of one expert per parallel task
+constexpr double kTwo24 = 16777216.0;  // int32 -> fp32 conversion is exact below 2^24
+
+std::vector<double> values_of(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
+  return v;
+}
+
+int product_grid(int a, int b) { return a == kNoGrid || b == kNoGrid ? kNoGrid : a + b; }
+int grid_of(const std::vector<double>& v) { return grid_exponent(v.data(), static_cast<int64_t>(v.size())); }
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// |fp32(v) - v| for an integer-valued accumulator v (exact below 2^24).
+double fp32_conversion_error(double v) {
+  return std::fabs(v) <= kTwo24 ? 0.0 : ulp(DType::kF32, std::fabs(v)) / 2;
+}
+
+// Rows [row0, row0 + rows) all use expert `expert`.
+struct Task {
+  int64_t expert, row0, rows;
+};
+
+// Every input converted once to double, plus what the error budget needs.
+struct Data {
+  explicit Data(const Params& params)
+      : p(params), path(path_of(params)), act(parse_activation(params.activation)), k(params.k1), n(params.n1) {}
+  const Params& p;
+  Path path;
+  Activation act;
+  int64_t k, n;
+  std::vector<double> x, w1, w2, b1, b2, scale, offset, deq1, deq2;
+  std::vector<double> x_norm;   // [M]: |x[r, :]|_2
+  std::vector<double> w1_norm;  // [E, N1]: |W1[e, :, n]|_2
+  int grid1 = kNoGrid, grid_w2 = kNoGrid, grid_b2 = kNoGrid;
+  double w2_max = 0, b2_max = 0;
+  double* y = nullptr;
+  double* mag = nullptr;
+
+  double bias1(int64_t e, int64_t j) const { return b1.empty() ? 0.0 : b1[static_cast<size_t>(e * n + j)]; }
+  double bias2(int64_t e, int64_t j) const { return b2.empty() ? 0.0 : b2[static_cast<size_t>(e * k + j)]; }
+  bool quant() const { return path == Path::kQuantF16 || path == Path::kQuantBF16; }
+};
+
+// fp paths: the hidden value a = act(h) and a bound on the device's hidden value (spec §2.7):
+// high performance rounds h to fp16 and evaluates the activation in half; high precision and bf16
+// evaluate it in fp32 and round a once (CAST_ROUND) to the hidden dtype.
+Tracked hidden_float(const Data& d, double h, double e_acc) {
+  if (d.path == Path::kF16HighPerformance) {
+    return activation_bound(d.act, h, round_bound({h, e_acc}, DType::kF16).e, DType::kF16);
+  }
+  const Tracked a = activation_bound(d.act, h, e_acc, DType::kF32);
+  return round_bound(a, d.path == Path::kBF16 ? DType::kBF16 : DType::kF16);
+}
+
+// fp paths. Budget of y[r, m] = sum_n |W2[n, m]| (e_a[n] + kappa (|a[n]| + e_a[n])) + kappa |b2[m]|
+// with e_a the hidden bound and kappa the fp32 accumulation bound of mm2 (0 when exact).
+void run_float_task(const Data& d, const Task& t) {
+  const int64_t k = d.k, n = d.n, e = t.expert;
+  std::vector<double> a(static_cast<size_t>(t.rows * n));
+  std::vector<double> weight(a.size());
+  std::vector<double> kappa(static_cast<size_t>(t.rows));
+  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1.data() + e * k * n, n, a.data());
+  for (int64_t i = 0; i < t.rows; ++i) {
+    double abs_sum = 0;
+    bool exact = true;
+    const double xn = d.x_norm[static_cast<size_t>(t.row0 + i)];
+    for (int64_t j = 0; j < n; ++j) {
+      const auto idx = static_cast<size_t>(i * n + j);
+      const double h = a[idx] + d.bias1(e, j);
+      // sum_k |x W1| <= |x|_2 |W1 column|_2 (Cauchy-Schwarz) bounds the mm1 accumulation.
+      const double cs = xn * d.w1_norm[static_cast<size_t>(e * n + j)] + std::fabs(d.bias1(e, j));
+      const double e_acc = fp32_exact_sum(d.grid1, cs) ? 0.0 : accumulation_bound(k, cs);
+      const Tracked act = hidden_float(d, h, e_acc);
+      a[idx] = act.v;
+      weight[idx] = act.e;
+      abs_sum += std::fabs(act.v);
+      exact = exact && act.e == 0;
+    }
+    // mm2 is exact in fp32 when the hidden row is exact and every partial sum fits 24 bits.
+    const int grid = std::min(product_grid(grid_exponent(a.data() + i * n, n), d.grid_w2), d.grid_b2);
+    exact = exact && fp32_exact_sum(grid, abs_sum * d.w2_max + d.b2_max);
+    const double kap = exact ? 0.0 : accumulation_bound(n, 1.0);
+    kappa[static_cast<size_t>(i)] = kap;
+    for (int64_t j = 0; j < n; ++j) {
+      const auto idx = static_cast<size_t>(i * n + j);
+      weight[idx] += kap * (std::fabs(a[idx]) + weight[idx]);
+    }
+  }
+  double* y = d.y + t.row0 * k;
+  double* mag = d.mag + t.row0 * k;
+  gemm_rows(a.data(), t.rows, n, d.w2.data() + e * n * k, k, y, weight.data(), mag);
+  for (int64_t i = 0; i < t.rows; ++i) {
+    for (int64_t j = 0; j < k; ++j) {
+      y[i * k + j] += d.bias2(e, j);
+      mag[i * k + j] += kappa[static_cast<size_t>(i)] * std::fabs(d.bias2(e, j));
+    }
+  }
+}
+
+// int8 paths. The device's hidden value reaches AscendQuant through half arithmetic
+// (t = f16(f16(a16 * f16(s)) + f16(o))), so aq may differ from sat8(rne(a s + o)) by as many steps
+// as there are rounding boundaries within the bound of t. Budget of y[r, m] =
+// deq2[m] * sum_n steps[n] |W2[n, m]| plus the fp32 conversions of the dequant.
+void run_quant_task(const Data& d, const Task& t) {
+  const int64_t k = d.k, n = d.n, e = t.expert;
+  std::vector<double> aq(static_cast<size_t>(t.rows * n));
+  std::vector<double> steps(aq.size());
+  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1.data() + e * k * n, n, aq.data());
+  for (int64_t i = 0; i < t.rows; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      const auto idx = static_cast<size_t>(i * n + j);
+      const double acc = aq[idx] + d.bias1(e, j);
+      const double deq = d.deq1[static_cast<size_t>(e * n + j)];
+      const double h = acc * deq;
+      const Tracked h32 = round_bound({h, fp32_conversion_error(acc) * deq}, DType::kF32);
+      const Tracked a = d.path == Path::kQuantBF16
+                            ? round_bound(activation_bound(d.act, h, h32.e, DType::kF32), DType::kF16)
+                            : activation_bound(d.act, h, round_bound(h32, DType::kF16).e, DType::kF16);
+      const double s = d.scale[static_cast<size_t>(d.p.per_channel_scale ? e * n + j : e)];
+      const double o = d.offset[static_cast<size_t>(e)];
+      const double s16 = round_to(DType::kF16, s);
+      const double o16 = round_to(DType::kF16, o);
+      const double q = a.v * s + o;
+      const Tracked prod =
+          round_bound({a.v * s, std::fabs(s16) * a.e + std::fabs(a.v) * std::fabs(s16 - s)}, DType::kF16);
+      const Tracked t_dev = round_bound({q, prod.e + std::fabs(o16 - o)}, DType::kF16);
+      aq[idx] = std::clamp(std::nearbyint(q), -128.0, 127.0);
+      steps[idx] = static_cast<double>(requant_steps(q, t_dev.e));
+    }
+  }
+  double* y = d.y + t.row0 * k;
+  double* mag = d.mag + t.row0 * k;
+  gemm_rows(aq.data(), t.rows, n, d.w2.data() + e * n * k, k, y, steps.data(), mag);
+  for (int64_t i = 0; i < t.rows; ++i) {
+    for (int64_t j = 0; j < k; ++j) {
+      const auto idx = static_cast<size_t>(i * k + j);
+      const double acc = y[idx] + d.bias2(e, j);
+      const double flips = mag[idx];
+      const double deq = d.deq2[static_cast<size_t>(e * k + j)];
+      y[idx] = acc * deq;
+      const double e_acc = flips + fp32_conversion_error(std::fabs(acc) + flips);
+      mag[idx] = round_bound({y[idx], e_acc * deq}, DType::kF32).e;
+    }
+  }
+}
+
+// N1 = 0 (ProcessZeroN1): y = b2 cast to y's dtype (fp paths) or b2 * deq2 by the vector
+// AscendDequant (int8 paths); rows of experts without bias2 are zero-filled.
+void run_zero_hidden(const Data& d) {
+  const std::vector<int64_t> offsets = expert_offsets(d.p.expert_tokens);
+  for (size_t e = 0; e + 1 < offsets.size(); ++e) {
+    const auto ei = static_cast<int64_t>(e);
+    for (int64_t r = offsets[e]; r < offsets[e + 1]; ++r) {
+      for (int64_t j = 0; j < d.k; ++j) {
+        const double b = d.bias2(ei, j);
+        if (!d.quant()) {
+          d.y[r * d.k + j] = b;
+          continue;
+        }
+        const double deq = d.deq2[static_cast<size_t>(ei * d.k + j)];
+        d.y[r * d.k + j] = b * deq;
+        d.mag[r * d.k + j] = round_bound({b * deq, fp32_conversion_error(b) * deq}, DType::kF32).e;
+      }
+    }
+  }
+}
+
+void prepare_float(Data& d, int64_t e_n) {
+  const int64_t m = d.p.m, k = d.k, n = d.n;
+  d.x_norm.assign(static_cast<size_t>(m), 0.0);
+  for (int64_t r = 0; r < m; ++r) {
+    double s = 0;
+    for (int64_t j = 0; j < k; ++j) s += d.x[static_cast<size_t>(r * k + j)] * d.x[static_cast<size_t>(r * k + j)];
+    d.x_norm[static_cast<size_t>(r)] = std::sqrt(s);
+  }
+  d.w1_norm.assign(static_cast<size_t>(e_n * n), 0.0);
+  for (int64_t e = 0; e < e_n; ++e) {
+    double* dst = d.w1_norm.data() + e * n;
+    for (int64_t i = 0; i < k; ++i) {
+      const double* row = d.w1.data() + (e * k + i) * n;
+      for (int64_t j = 0; j < n; ++j) dst[j] += row[j] * row[j];
+    }
+    for (int64_t j = 0; j < n; ++j) dst[j] = std::sqrt(dst[j]);
+  }
+  d.grid1 = std::min(product_grid(grid_of(d.x), grid_of(d.w1)), grid_of(d.b1));
+  d.grid_w2 = grid_of(d.w2);
+  d.grid_b2 = grid_of(d.b2);
+  d.w2_max = max_abs(d.w2);
+  d.b2_max = max_abs(d.b2);
+}
+
+}  // namespace
+
+void forward(const Params& p, const TensorMap& in, Tensor& y, Tensor& magnitude) {
+  const int64_t e_n = num_experts(p);
+  Data d(p);
+  d.x = values_of(in.at("x"));
+  d.w1 = values_of(in.at("weight1"));
+  d.w2 = values_of(in.at("weight2"));
+  if (p.has_bias1) d.b1 = values_of(in.at("bias1"));
+  if (p.has_bias2) d.b2 = values_of(in.at("bias2"));
+  if (d.quant()) {
+    d.scale = values_of(in.at("scale"));
+    d.offset = values_of(in.at("offset"));
+    // The cube's fixpipe keeps 19 bits of a UINT64/INT64/FLOAT32 deqScale; the N1 = 0 vector
+    // dequant (AscendDequant, ascend_dequant_common_impl.h CastDeqscale) keeps all 32.
+    const bool truncate = d.path == Path::kQuantF16 && p.n1 > 0;
+    for (const auto& [name, dst] : {std::pair{"deqScale1", &d.deq1}, std::pair{"deqScale2", &d.deq2}}) {
+      const Tensor& t = in.at(name);
+      dst->resize(static_cast<size_t>(t.numel()));
+      for (int64_t i = 0; i < t.numel(); ++i) (*dst)[static_cast<size_t>(i)] = deq_value(t, i, truncate);
+    }
+  }
+  d.y = y.ptr<double>();
+  d.mag = magnitude.ptr<double>();
+  if (p.n1 == 0 || p.k1 == 0) {
+    run_zero_hidden(d);
+    return;
+  }
+  if (!d.quant()) prepare_float(d, e_n);
+  const std::vector<int64_t> offsets = expert_offsets(p.expert_tokens);
+  std::vector<Task> tasks;
+  for (int64_t e = 0; e < e_n; ++e) {
+    const int64_t end = offsets[static_cast<size_t>(e + 1)];
+    for (int64_t r = offsets[static_cast<size_t>(e)]; r < end; r += kRowBlock) {
+      tasks.push_back({e, r, std::min(kRowBlock, end - r)});
+    }
+  }
+  parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t i) {
+    if (d.quant()) {
+      run_quant_task(d, tasks[static_cast<size_t>(i)]);
+    } else {
+      run_float_task(d, tasks[static_cast<size_t>(i)]);
+    }
+  });
+}
+
+}  // namespace opgate::ref::moe_ffn

@@ -1,0 +1,253 @@
+// Tests of the MoeFFN reference (spec attention-and-ffn.md §2): hand-computed examples per path, the
+// validation order and codes of §2.9 and the error-budget helpers. The properties (suite
+// MoeFFNProps) are in tests/device/moe_ffn_props_test.cpp.
+#include "reference/moe_ffn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cases/moe_ffn.h"
+#include "reference/math/moe_ffn_bound.h"
+
+namespace opgate::ref::moe_ffn {
+namespace {
+
+namespace mc = cases::moe_ffn;
+
+// One call's input values in canonical order; tensors absent in specs(p) are skipped. deqScale
+// values are fp32 and stored as their bit patterns in UINT64 words.
+struct Values {
+  std::vector<double> x, w1, b1, w2, b2, scale, offset;
+  std::vector<float> deq1, deq2;
+};
+
+TensorMap make_inputs(const Params& p, const Values& v) {
+  const SpecMap s = specs(p);
+  const std::pair<const char*, const std::vector<double>*> plain[] = {
+      {"x", &v.x}, {"weight1", &v.w1}, {"bias1", &v.b1}, {"weight2", &v.w2},
+      {"bias2", &v.b2}, {"scale", &v.scale}, {"offset", &v.offset}};
+  TensorMap m;
+  for (const auto& [name, vals] : plain) {
+    if (s.at(name).present) m[name] = Tensor::from_values(s.at(name).dtype, s.at(name).shape, *vals);
+  }
+  for (const auto& [name, vals] : {std::pair{"deqScale1", &v.deq1}, std::pair{"deqScale2", &v.deq2}}) {
+    if (!s.at(name).present) continue;
+    Tensor t = Tensor::zeros(s.at(name).dtype, s.at(name).shape);
+    for (size_t i = 0; i < vals->size(); ++i) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, &(*vals)[i], sizeof bits);
+      t.set_bits(static_cast<int64_t>(i), bits);
+    }
+    m[name] = t;
+  }
+  return m;
+}
+
+std::vector<double> values_of(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
+  return v;
+}
+
+Params params(DType dtype, std::vector<int64_t> tokens, int64_t k1, int64_t n1, const char* act) {
+  auto b = mc::Builder().dtype(dtype).tokens(std::move(tokens)).k1(k1).n1(n1).activation(act);
+  return b.build().first;
+}
+
+// relu, fp16, two experts with one token each, K1 = N1 = 2.
+//   token 0, expert 0: h = [1, 2] I + [0, -3] = [1, -1]; a = [1, 0];
+//                      y = [1, 0] [[1, 2], [3, 4]] + [0.5, 0] = [1.5, 2]
+//   token 1, expert 1: h = [3, -1] [[1, 1], [1, -1]] + [0, 1] = [2, 5]; a = [2, 5];
+//                      y = [2, 5] I + [0, -1] = [2, 4]
+TEST(MoeFFNReference, relu_two_experts_by_hand) {
+  Params p = params(DType::kF16, {1, 1}, 2, 2, "relu");
+  p.has_bias1 = p.has_bias2 = true;
+  const Values v{{1, 2, 3, -1}, {1, 0, 0, 1, 1, 1, 1, -1}, {0, -3, 0, 1}, {1, 2, 3, 4, 1, 0, 0, 1},
+                 {0.5, 0, 0, -1}, {}, {}, {}, {}};
+  const TensorMap in = make_inputs(p, v);
+  ASSERT_TRUE(validate(p, specs(p)).is_ok()) << validate(p, specs(p)).to_string();
+  ASSERT_TRUE(check_data(p, in).is_ok());
+  const RefOutputs r = reference(p, in);
+  EXPECT_EQ(values_of(r.expected.at("y")), (std::vector<double>{1.5, 2, 2, 4}));
+  // Integers and halves: every step is exact on the device, so the budget is 0.
+  EXPECT_EQ(values_of(r.magnitude.at("y")), (std::vector<double>(4, 0.0)));
+}
+
+// fastgelu, one token: y = 2 * 1 / (1 + e^-1.702) + 0.5 = 2 * 0.845795765932821 + 0.5
+//                        = 2.191591531865642 (e^-1.702 = 0.182318522128221).
+// The half-precision kernel (FasterGelu on fp16, -1.702 -> -1.7021484375) gives a = 0.845703125 and
+// y = f16(2 * 0.845703125 + 0.5) = 2.19140625; the budget must cover the difference.
+TEST(MoeFFNReference, fastgelu_single_value_and_budget) {
+  Params p = params(DType::kF16, {1}, 1, 1, "fastgelu");
+  p.has_bias2 = true;
+  const RefOutputs r = reference(p, make_inputs(p, {{1}, {1}, {}, {2}, {0.5}, {}, {}, {}, {}}));
+  const double y = r.expected.at("y").get(0);
+  EXPECT_NEAR(y, 2.191591531865642, 1e-14);
+  const double budget = r.magnitude.at("y").get(0);
+  EXPECT_GT(budget, 0.0);
+  EXPECT_LT(budget, 0.01);
+  EXPECT_LE(std::fabs(2.19140625 - y), budget + ulp(DType::kF16, y) / 2);
+}
+
+// int8, relu, one token, K1 = 2, N1 = 1, per-tensor scale 2:
+//   acc1 = 2*3 + (-1)*4 + 1 = 3; h = 3 * 0.5 = 1.5; a = 1.5
+//   offset +0.5: q = 1.5*2 + 0.5 = 3.5 -> rne 4; acc2 = 4 [1, -2] + [1, 0] = [5, -8]; y = [1.25, -2]
+//   offset -0.5: q = 2.5 -> rne 2 (ties to even); acc2 = [3, -4]; y = [0.75, -1]
+TEST(MoeFFNReference, int8_requantisation_ties_to_even) {
+  Params p = params(DType::kI8, {1}, 2, 1, "relu");
+  p.has_bias1 = p.has_bias2 = true;
+  Values v{{2, -1}, {3, 4}, {1}, {1, -2}, {1, 0}, {2}, {0.5}, {0.5f}, {0.25f, 0.25f}};
+  RefOutputs r = reference(p, make_inputs(p, v));
+  EXPECT_EQ(values_of(r.expected.at("y")), (std::vector<double>{1.25, -2}));
+  EXPECT_EQ(values_of(r.magnitude.at("y")), (std::vector<double>{0, 0}));
+  v.offset = {-0.5};
+  r = reference(p, make_inputs(p, v));
+  EXPECT_EQ(values_of(r.expected.at("y")), (std::vector<double>{0.75, -1}));
+}
+
+// The fixpipe keeps the top 19 bits: 0.1f = 0x3DCCCCCD -> 0x3DCCC000 = 0.0999755859375.
+// relu, x = 3, W1 = 1, deq1 = 1, scale 1, offset 0: aq = 3; acc2 = 3; y = 3 * 0.0999755859375.
+TEST(MoeFFNReference, int8_deq_scale_truncated_to_19_bits) {
+  Tensor deq = Tensor::zeros(DType::kU64, {1});
+  deq.set_bits(0, 0x3DCCCCCDu);
+  EXPECT_EQ(deq_value(deq, 0, true), 0.0999755859375);
+  EXPECT_EQ(deq_value(deq, 0, false), static_cast<double>(0.1f));
+  const Params p = params(DType::kI8, {1}, 1, 1, "relu");
+  const RefOutputs r = reference(p, make_inputs(p, {{3}, {1}, {}, {1}, {}, {1}, {0}, {1.0f}, {0.1f}}));
+  EXPECT_EQ(r.expected.at("y").get(0), 3 * 0.0999755859375);
+}
+
+// N1 = 0: y rows are the owning expert's bias2 (fp16), or bias2 * deq2 with the full 32 deq bits
+// (int8: ProcessZeroN1 dequantises on the vector unit, not in the fixpipe).
+TEST(MoeFFNReference, zero_hidden_broadcasts_bias2) {
+  Params p = params(DType::kF16, {2, 1}, 2, 0, "fastgelu");
+  p.has_bias2 = true;
+  RefOutputs r = reference(p, make_inputs(p, {{1, 2, 3, 4, 5, 6}, {}, {}, {}, {1, 2, -1, 0.5}, {}, {}, {}, {}}));
+  EXPECT_EQ(values_of(r.expected.at("y")), (std::vector<double>{1, 2, 1, 2, -1, 0.5}));
+  Params q = params(DType::kI8, {1}, 2, 0, "relu");
+  q.has_bias2 = true;
+  r = reference(q, make_inputs(q, {{1, 1}, {}, {}, {}, {3, -2}, {1}, {0}, {}, {0.1f, 0.1f}}));
+  EXPECT_EQ(values_of(r.expected.at("y")), (std::vector<double>{3 * static_cast<double>(0.1f), -2 * static_cast<double>(0.1f)}));
+}
+
+// expertTokens {0, 2, 1}: rows 0-1 use expert 1, row 2 expert 2 (relu, K1 = N1 = 1, W2 = 1):
+// y = relu(x * W1[e]) = [relu(1*2), relu(-1*2), relu(4*-1)] = [2, 0, 0].
+TEST(MoeFFNReference, empty_expert_is_skipped) {
+  const Params p = params(DType::kF16, {0, 2, 1}, 1, 1, "relu");
+  const RefOutputs r = reference(p, make_inputs(p, {{1, -1, 4}, {9, 2, -1}, {}, {1, 1, 1}, {}, {}, {}, {}, {}}));
+  EXPECT_EQ(values_of(r.expected.at("y")), (std::vector<double>{2, 0, 0}));
+}
+
+TEST(MoeFFNReference, validate_accepts_every_path) {
+  for (DType t : {DType::kF16, DType::kBF16, DType::kI8}) {
+    for (bool channel : {false, true}) {
+      Params p = params(t, {3, 0, 2}, 16, 8, "gelu");
+      p.has_bias1 = p.has_bias2 = true;
+      p.per_channel_scale = channel && t == DType::kI8;
+      EXPECT_TRUE(validate(p, specs(p)).is_ok()) << validate(p, specs(p)).to_string();
+    }
+  }
+  Params q = params(DType::kI8, {2}, 4, 4, "relu");
+  q.y_dtype = q.deq_dtype = DType::kBF16;
+  EXPECT_TRUE(validate(q, specs(q)).is_ok()) << validate(q, specs(q)).to_string();
+}
+
+// The aclnn layer checks null pointers, then expertTokens, then shapes, then dtypes; tiling runs
+// only for a non-empty x (GetFFNResultByL0Api returns early), so 300 experts and innerPrecise 7
+// pass with M = 0.
+TEST(MoeFFNReference, validate_order_and_codes) {
+  Params p = params(DType::kF16, {2, 3}, 16, 32, "fastgelu");
+  p.expert_tokens = {-1, 6};
+  SpecMap s = specs(p);
+  s["x"].present = false;
+  EXPECT_EQ(validate(p, s).aclnn_code(), 161001);
+  EXPECT_EQ(validate(p, specs(p)).aclnn_code(), 161002);
+  p.expert_tokens = {2, 3};
+  p.inner_precise = 7;
+  EXPECT_EQ(validate(p, specs(p)).aclnn_code(), 561002);
+  Params empty = params(DType::kF16, std::vector<int64_t>(300, 0), 16, 32, "relu");
+  empty.inner_precise = 7;
+  EXPECT_TRUE(validate(empty, specs(empty)).is_ok()) << validate(empty, specs(empty)).to_string();
+  s = specs(p);
+  s["x"].shape = {5, -1};
+  EXPECT_EQ(validate(p, s).code(), StatusCode::kInvalidCase);
+  // Rules no device call can express (aclCreateTensor takes at most 8 dims; 2^31 tokens need 64 GiB):
+  // x with 9 dims (F5, 161002) and M = 2147483640 > INT32_MAX / 16 * 16 = 2147483632 (F11, 561002).
+  s = specs(p);
+  s["x"].shape = {5, 1, 1, 1, 1, 1, 1, 1, 16};
+  s["y"].shape = s["x"].shape;
+  EXPECT_EQ(validate(p, s).aclnn_code(), 161002);
+  Params huge = params(DType::kF16, {2147483640}, 16, 16, "relu");
+  EXPECT_EQ(validate(huge, specs(huge)).aclnn_code(), 561002);
+  EXPECT_NE(validate(huge, specs(huge)).message().find("GetBs"), std::string::npos);
+  Params fits = params(DType::kF16, {2147483632}, 16, 16, "relu");
+  EXPECT_TRUE(validate(fits, specs(fits)).is_ok());
+}
+
+// K1 = 4: |sum x W1| <= 4 * 128 * 128 = 65536, so |bias1| may reach 2^31 - 1 - 65536 = 2147418111.
+TEST(MoeFFNReference, check_data_rejects_int32_overflow) {
+  Params p = params(DType::kI8, {1}, 4, 4, "relu");
+  p.has_bias1 = true;
+  Values v{std::vector<double>(4, 1), std::vector<double>(16, 1), {2147420000, 0, 0, 0}, std::vector<double>(16, 1),
+           {}, {1}, {0}, std::vector<float>(4, 1.0f), std::vector<float>(4, 1.0f)};
+  EXPECT_EQ(check_data(p, make_inputs(p, v)).code(), StatusCode::kInvalidCase);
+  v.b1[0] = 2147418111;
+  EXPECT_TRUE(check_data(p, make_inputs(p, v)).is_ok());
+}
+
+// Boundaries k + 1/2 within e of q: 2.5 exact -> 0; 2.5 +- 0.01 -> 1 (2.5); 2.3 +- 0.1 -> 0;
+// 2.3 +- 0.25 -> 1 (2.5); 2.3 +- 1 -> 2 (1.5, 2.5, 3.5 is 1.2 away); 130 +- 5 -> 125.5 and 126.5
+// (127.5 is beyond the clamp); -200 +- 1 -> 0.
+TEST(MoeFFNReference, requant_steps_counts_boundaries) {
+  EXPECT_EQ(requant_steps(2.5, 0.0), 0);
+  EXPECT_EQ(requant_steps(2.5, 0.01), 1);
+  EXPECT_EQ(requant_steps(2.3, 0.1), 0);
+  EXPECT_EQ(requant_steps(2.3, 0.25), 1);
+  EXPECT_EQ(requant_steps(2.3, 1.0), 2);
+  EXPECT_EQ(requant_steps(130, 5), 2);
+  EXPECT_EQ(requant_steps(-200, 1), 0);
+}
+
+TEST(MoeFFNReference, budget_helpers) {
+  // relu passes its input's bound through; exact stays exact.
+  EXPECT_EQ(activation_bound(Activation::kRelu, 3.0, 0.0, DType::kF16).e, 0.0);
+  EXPECT_EQ(activation_bound(Activation::kFastGelu, 0.0, 0.0, DType::kF16).e, 0.0);
+  // fastgelu(-10) in half: exp(17.02) overflows, so the device returns -0; the budget must reach
+  // |fastgelu(-10)| = 10 / (1 + e^17.02) = 4.05e-7.
+  const Tracked tail = activation_bound(Activation::kFastGelu, -10.0, 0.0, DType::kF16);
+  EXPECT_GE(tail.e, std::fabs(tail.v));
+  EXPECT_NEAR(tail.v, -10.0 / (1.0 + std::exp(17.02)), 1e-20);
+  // A correctly rounded cast of an exact value costs exactly its distance to the fp16 grid: at 0.1
+  // the spacing is 2^-14 and 0.1 / 2^-14 = 1638.4, so fp16 holds 1638 * 2^-14 = 0.0999755859375.
+  EXPECT_EQ(round_bound({0.1, 0.0}, DType::kF16).e, 0.1 - 0.0999755859375);
+  // An inexact input widens it: 0.1 -+ 2^-14 = (1637.4, 1639.4) * 2^-14 round to 1637 and 1639, and
+  // the farther one is 0.1 - 1637 * 2^-14 = 1.4 * 2^-14.
+  EXPECT_EQ(round_bound({0.1, std::ldexp(1.0, -14)}, DType::kF16).e, 0.1 - 1637 * std::ldexp(1.0, -14));
+  EXPECT_EQ(round_bound({0.125, 0.0}, DType::kF16).e, 0.0);
+  EXPECT_EQ(accumulation_chain(32), 2 + 16);
+  const double grid_values[] = {0.5, 3.0, -1.25};
+  EXPECT_EQ(grid_exponent(grid_values, 3), -2);
+  EXPECT_EQ(grid_exponent(grid_values, 0), kNoGrid);
+  EXPECT_TRUE(fp32_exact_sum(-2, std::ldexp(1.0, 22)));
+  EXPECT_FALSE(fp32_exact_sum(-2, std::ldexp(1.0, 22) + 1));
+}
+
+// The exact fill with relu keeps every step exact on the device, so the budget is 0 everywhere.
+TEST(MoeFFNReference, exact_relu_fill_has_zero_budget) {
+  for (DType t : {DType::kF16, DType::kBF16, DType::kI8}) {
+    const auto [p, k] = mc::Builder().dtype(t).tokens({5, 0, 7}).k1(64).n1(48).activation("relu").bias1().bias2().build();
+    const TensorMap in = mc::fill(p, k, specs(p), FillMode::kExact, 3).value();
+    const RefOutputs r = reference(p, in);
+    const Tensor& mag = r.magnitude.at("y");
+    for (int64_t i = 0; i < mag.numel(); ++i) ASSERT_EQ(mag.get(i), 0.0) << dtype_name(t) << " element " << i;
+  }
+}
+
+
+}  // namespace
+}  // namespace opgate::ref::moe_ffn
