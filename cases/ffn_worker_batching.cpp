@@ -172,7 +172,8 @@ Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j) {
   // Context values: the kernel asserts M <= 64; HS is a u32 field.
   p.micro_batch_num = r.integer("microBatchNum", 1, 1, 64);
   const int64_t hs = r.integer("attnToFfnTokenSize", 0, 0, std::numeric_limits<uint32_t>::max());
-  const int64_t out_num = r.integer("outNum", -1, 0, 1024);
+  // outNum is a u32 context field; validate checks it against maxOutShape[0] (the default).
+  const int64_t out_num = r.integer("outNum", -1, 0, std::numeric_limits<uint32_t>::max());
   p.polling_index = r.integer("pollingIndex", 0, 0, 63);
   k.mask_rate = r.real("maskRate", 0.0, 0.0, 1.0);
   k.mask_value = r.integer("maskValue", 0, 0, std::numeric_limits<int32_t>::max());

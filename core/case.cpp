@@ -120,6 +120,9 @@ Expected<std::vector<Case>> parse_cases_text(const std::string& text, const std:
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     return parse_error(fmt::format("{}: malformed JSON at byte {}: {}", origin, e.byte, e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    // out_of_range 406: a number literal beyond the double range (found by fuzz_case_json).
+    return parse_error(fmt::format("{}: malformed JSON: {}", origin, e.what()));
   }
   std::vector<Case> out;
   if (doc.is_object() && !doc.contains("cases")) {  // a single case (failed/<id>.json, repro text)

@@ -5,6 +5,7 @@
 #include "core/npy.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -415,6 +416,17 @@ Expected<std::string> read_file(const std::string& path) {
   std::fclose(f);
   if (failed) return io_error(fmt::format("{}: read failed: {}", path, why));
   return out;
+}
+
+Status make_dirs(const std::string& path) {
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i < path.size() && path[i] != '/') continue;
+    const std::string partial = path.substr(0, i);
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      return io_error(fmt::format("{}: cannot create folder: {}", partial, errno_message()));
+    }
+  }
+  return Status::ok();
 }
 
 }  // namespace opgate

@@ -24,5 +24,7 @@ Status write_npy(const std::string& path, const Tensor& t);
 // Writes `bytes` to `path` atomically (temporary name + rename); shared by every file writer.
 Status write_file_atomic(const std::string& path, const std::string& bytes);
 Expected<std::string> read_file(const std::string& path);
+// Creates `path` and its missing parents (like mkdir -p).
+Status make_dirs(const std::string& path);
 
 }  // namespace opgate

@@ -23,21 +23,6 @@ constexpr const char* kVerdictNames[kVerdictCount] = {
     "TIMEOUT", "CRASHED"};
 constexpr size_t kSummaryFailures = 10;
 
-Status make_dir(const std::string& dir) {
-  std::string partial;
-  std::stringstream ss(dir);
-  std::string part;
-  if (!dir.empty() && dir[0] == '/') partial = "/";
-  while (std::getline(ss, part, '/')) {
-    if (part.empty()) continue;
-    partial += part + "/";
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      return io_error(fmt::format("{}: cannot create folder: {}", partial, std::strerror(errno)));
-    }
-  }
-  return Status::ok();
-}
-
 std::string xml_escape(const std::string& s) {
   std::string out;
   for (char ch : s) {
@@ -108,7 +93,15 @@ Expected<CaseResult> case_result_from_json(const nlohmann::json& j) {
     OPGATE_ASSIGN_OR_RETURN(r.verdict, parse_verdict(j.at("verdict").get<std::string>()));
     r.reason = j.value("reason", "");
     r.repro = j.value("repro", "");
-    r.repeats = j.value("repeats", 1);
+    // Checked before conversion: a float like 1e300 converted to int is undefined behaviour.
+    if (j.contains("repeats")) {
+      const auto& rep = j["repeats"];
+      if (!rep.is_number_integer() || rep.get<int64_t>() < 1 || rep.get<int64_t>() > 1000000) {
+        return parse_error(fmt::format("case result '{}': field 'repeats': expected an integer in [1, 1000000], got {}",
+                                       r.id, rep.dump()));
+      }
+      r.repeats = static_cast<int>(rep.get<int64_t>());
+    }
     r.determinism_checked = j.value("determinism_checked", false);
     if (j.contains("ms")) {
       r.fill_ms = j["ms"].value("fill", 0.0);
@@ -155,7 +148,7 @@ Expected<std::vector<CaseResult>> read_results(const std::string& path) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error&) {
+    } catch (const nlohmann::json::exception&) {
       // A line cut short by a crash of the parent is dropped; that case runs again on resume.
       continue;
     }
@@ -167,7 +160,7 @@ Expected<std::vector<CaseResult>> read_results(const std::string& path) {
 }
 
 Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann::json& run_info, bool resume) {
-  OPGATE_TRY(make_dir(dir + "/failed"));
+  OPGATE_TRY(make_dirs(dir + "/failed"));
   ReportWriter w;
   w.dir_ = dir;
   w.run_info_ = run_info;

@@ -13,5 +13,7 @@ void add_golden(CLI::App& app, int& exit_code);
 void add_merge(CLI::App& app, int& exit_code);
 void add_gen(CLI::App& app, int& exit_code);
 void add_shrink(CLI::App& app, int& exit_code);
+void add_fuzz(CLI::App& app, int& exit_code);
+void add_fuzz_seeds(CLI::App& app, int& exit_code);
 
 }  // namespace opgate::cli

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   opgate::cli::add_merge(app, exit_code);
   opgate::cli::add_gen(app, exit_code);
   opgate::cli::add_shrink(app, exit_code);
+  opgate::cli::add_fuzz(app, exit_code);
+  opgate::cli::add_fuzz_seeds(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

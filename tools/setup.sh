@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what opgate needs on Debian 12 (only what is missing), then configures and builds.
-# Usage: tools/setup.sh [preset]   (preset: release (default), debug, asan)
+# Usage: tools/setup.sh [preset]   (preset: release (default), debug, asan, fuzz)
+# The fuzz preset (clang, libFuzzer, ASan + UBSan) builds only opgate and the fuzz targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-release}"
 
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev librapidcheck-dev nlohmann-json3-dev
-          libfmt-dev libcli11-dev libssl-dev libbenchmark-dev)
-if [ "$preset" = asan ] || [ "${OPGATE_WITH_CLANG:-0}" = 1 ]; then
+          libfmt-dev libcli11-dev libssl-dev libbenchmark-dev python3)
+if [ "$preset" = asan ] || [ "$preset" = fuzz ] || [ "${OPGATE_WITH_CLANG:-0}" = 1 ]; then
   packages+=(clang libclang-rt-14-dev)
 fi
 missing=()
