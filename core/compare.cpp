@@ -210,6 +210,7 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
     } else {
       abs_err = std::fabs(g - ref);
       ok = check.kind == CheckKind::kExact ? same_value(er, g) : abs_err <= allowed;
+      if (allowed > 0) m.budget_used = std::max(m.budget_used, abs_err / allowed);
       const double rel = abs_err / (std::fabs(ref) + kMereEps);
       ++n_finite;
       sum_rel += rel;
@@ -474,6 +475,7 @@ nlohmann::json to_json(const CompareResult& r) {
                      {"error_balance", m.error_balance},
                      {"cosine", num(m.cosine)},
                      {"max_ulp", num(m.max_ulp)},
+                     {"budget_used", num(m.budget_used)},
                      {"ulp_hist", m.ulp_hist}}}};
   if (!r.first_failures.empty()) {
     for (const auto& p : r.first_failures) j["first_failures"].push_back(point_json(p));

@@ -89,6 +89,9 @@ struct CompareMetrics {
   // ULP histogram in device-dtype ulps at the expected value: 0, 1, 2, 3-4, 5-8, 9-16, 17-64, >64.
   std::array<int64_t, 8> ulp_hist{};
   double max_ulp = 0;
+  // Largest |error| / allowance over finite elements with a nonzero allowance: how much of the
+  // tolerance the worst element uses (1 = at the limit). Baselines track it to see drift early.
+  double budget_used = 0;
 };
 
 struct CompareResult {

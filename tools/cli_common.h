@@ -3,8 +3,12 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
+#include "core/baseline.h"
 #include "core/case.h"
 #include "core/status.h"
 
@@ -24,10 +28,27 @@ struct Selection {
   std::string shard;               // "i/N"; GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS otherwise
 };
 
+// The shard this process runs: --shard, else GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS, else 0/1.
+Expected<std::pair<int, int>> selected_shard(const Selection& s);
+// Which cases (by op, tier, id) the selection runs; a baseline case outside it is never "missing".
+// Cases matched through a tag only are out of scope (results do not keep tags).
+Expected<BaselineScope> selection_scope(const Selection& s);
 // Loads and filters the selected cases; errors name the file, case and field.
 Expected<std::vector<Case>> select_cases(const std::string& root, const Selection& s);
 // Whether a case id belongs to shard i of n (stable hash of the id).
 bool in_shard(const std::string& id, int index, int total);
+
+// The baseline flags of `run` and `baseline diff`.
+struct BaselineFlags {
+  std::string path;  // a report folder or results.jsonl; empty: no baseline
+  bool allow_known_failures = false, fail_on_drift = false;
+  BaselineOptions options;
+};
+void add_baseline_flags(CLI::App* cmd, BaselineFlags& f, bool path_is_option);
+// Compares the report in `report_dir` with the baseline, prints and writes baseline.txt and
+// baseline.json beside it, and returns the gate's exit code.
+Expected<int> gate_against_baseline(const std::vector<CaseResult>& baseline, const BaselineFlags& f,
+                                    const std::string& report_dir, const BaselineScope& scope);
 
 // Prints "opgate: error: <message>" to stderr and returns kExitUsage.
 int fail(const Status& st);

@@ -25,6 +25,7 @@ struct RunFlags {
   int64_t generate = 0;  // > 0: run this many freshly generated cases per operator
   uint64_t seed = 1;
   std::string size = "medium";
+  BaselineFlags baseline;
 };
 
 void add_common(CLI::App* cmd, RunFlags& f) {
@@ -107,6 +108,19 @@ int run_cases(RunFlags& f) {
       if (!golden && c.expect == 0) return fail(golden.status().with_context(fmt::format("case '{}'", c.id)));
     }
   }
+  // A baseline that cannot be read stops the run before it starts, not after the night.
+  std::vector<CaseResult> baseline;
+  BaselineScope scope = [](const CaseResult&) { return false; };  // generated cases: nothing is missing
+  if (!f.baseline.path.empty()) {
+    auto b = read_baseline(f.baseline.path);
+    if (!b) return fail(b.status());
+    baseline = std::move(*b);
+    if (f.generate == 0) {
+      auto s = selection_scope(f.sel);
+      if (!s) return fail(s.status());
+      scope = *s;
+    }
+  }
   auto backend = make_backend(f.backend);
   if (!backend) return fail(backend.status());
   if (f.resume && f.out.empty()) return fail(parse_error("--resume needs --out <the report folder to resume>"));
@@ -143,7 +157,12 @@ int run_cases(RunFlags& f) {
   Status st = writer->finish();
   if (!st.is_ok()) return fail(st);
   fmt::print("{}\nreport: {}\n", counts_line(writer->counts()), out);
-  return gate_exit_code(writer->counts(), f.strict);
+  if (f.baseline.path.empty()) return gate_exit_code(writer->counts(), f.strict);
+  BaselineFlags bf = f.baseline;
+  bf.options.strict = f.strict;
+  auto code = gate_against_baseline(baseline, bf, out, scope);
+  if (!code) return fail(code.status());
+  return *code;
 }
 
 }  // namespace
@@ -166,6 +185,7 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", f->seed, "Generator seed for --generate");
   cmd->add_option("--size", f->size, "Size budget for --generate: small, medium, large")
       ->check(CLI::IsMember({"small", "medium", "large"}));
+  add_baseline_flags(cmd, f->baseline, true);
   add_common(cmd, *f);
   cmd->callback([f, &exit_code] { exit_code = run_cases(*f); });
 }

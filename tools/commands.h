@@ -11,6 +11,7 @@ void add_run(CLI::App& app, int& exit_code);
 void add_repro(CLI::App& app, int& exit_code);
 void add_golden(CLI::App& app, int& exit_code);
 void add_merge(CLI::App& app, int& exit_code);
+void add_baseline(CLI::App& app, int& exit_code);
 void add_gen(CLI::App& app, int& exit_code);
 void add_shrink(CLI::App& app, int& exit_code);
 void add_fuzz(CLI::App& app, int& exit_code);

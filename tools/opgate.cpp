@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   opgate::cli::add_repro(app, exit_code);
   opgate::cli::add_golden(app, exit_code);
   opgate::cli::add_merge(app, exit_code);
+  opgate::cli::add_baseline(app, exit_code);
   opgate::cli::add_gen(app, exit_code);
   opgate::cli::add_shrink(app, exit_code);
   opgate::cli::add_fuzz(app, exit_code);

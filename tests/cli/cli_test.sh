@@ -76,6 +76,59 @@ check "resume exits 0" test $? -eq 0
 check "resume runs exactly one case" test "$(grep -c '^\[' "$WORK/resume.txt")" -eq 1
 check "resumed results are complete" test "$(wc -l <"$WORK/r_ok/results.jsonl")" -eq "$n_cases"
 
+# --- baselines: accept a report, then judge runs against it ---
+"$OPGATE" baseline accept "$WORK/r_ok" --to "$WORK/base" >/dev/null 2>&1
+check "baseline accept writes results and manifest" test -s "$WORK/base/results.jsonl" -a -s "$WORK/base/baseline.json"
+"$OPGATE" run --cases "$SMOKE" --out "$WORK/r_bl_same" --baseline "$WORK/base" >"$WORK/bl_same.txt" 2>&1
+check "an unchanged run passes against its baseline" test $? -eq 0
+check "baseline.txt counts every case unchanged" grep -q "new_failure:0 missing:0 drift:0 .* unchanged:$n_cases" "$WORK/r_bl_same/baseline.txt"
+"$OPGATE" run --cases "$SMOKE" --out "$WORK/r_bl_fault" --baseline "$WORK/base" -q \
+  --backend fault:mfrg.k_major_index >"$WORK/bl_fault.txt" 2>&1
+check "a defect fails the run against the baseline" test $? -eq 1
+check "the defect's failures are NEW_FAILURE lines" grep -q "^  NEW_FAILURE .*PASSED -> FAILED" "$WORK/bl_fault.txt"
+"$OPGATE" baseline accept "$WORK/r_bl_fault" --to "$WORK/base_fault" >/dev/null 2>&1
+"$OPGATE" run --cases "$SMOKE" --out "$WORK/r_bl_known" --baseline "$WORK/base_fault" --allow-known-failures -q \
+  --backend fault:mfrg.k_major_index >"$WORK/bl_known.txt" 2>&1
+check "known failures pass with --allow-known-failures" test $? -eq 0
+check "known failures are listed as STILL_FAILING" grep -q "^  STILL_FAILING" "$WORK/bl_known.txt"
+"$OPGATE" baseline diff "$WORK/base_fault" "$WORK/r_bl_same" >"$WORK/bl_fixed.txt" 2>&1
+check "baseline diff on a finished report reports FIXED" grep -q "^  FIXED" "$WORK/bl_fixed.txt"
+# A case in the baseline that the case files no longer hold is MISSING, unless the run never meant
+# to run it (another shard).
+python3 - "$WORK/base/results.jsonl" "$WORK/base_ghost/results.jsonl" <<'P'
+import json, os, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+ghost = dict(lines[0]); ghost["id"] = "mfrg.ghost.f16.001"
+os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)
+open(sys.argv[2], "w").write("".join(json.dumps(l) + "\n" for l in lines + [ghost]))
+P
+"$OPGATE" run --cases "$SMOKE" --out "$WORK/r_bl_ghost" -q --baseline "$WORK/base_ghost" >"$WORK/bl_ghost.txt" 2>&1
+check "a vanished case fails the run" test $? -eq 1
+check "the vanished case is MISSING" grep -q "^  MISSING .*mfrg.ghost.f16.001" "$WORK/bl_ghost.txt"
+"$OPGATE" run --cases "$SMOKE" --out "$WORK/r_bl_filter" -q --baseline "$WORK/base_ghost" --filter 'dropless' >"$WORK/bl_filter.txt" 2>&1
+check "cases outside --filter are not missing" test $? -eq 0
+# Drift: the baseline claims the outputs used a tenth of the tolerance they use now.
+python3 - "$WORK/base/results.jsonl" "$WORK/base_drift/results.jsonl" <<'P'
+import json, os, sys
+out = []
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    for o in r["outputs"]:
+        o["metrics"]["budget_used"] = o["metrics"].get("budget_used", 0) / 10
+    out.append(json.dumps(r))
+os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)
+open(sys.argv[2], "w").write("\n".join(out) + "\n")
+P
+"$OPGATE" run --cases "$SMOKE" --out "$WORK/r_bl_drift" -q --baseline "$WORK/base_drift" --drift-floor 0 >"$WORK/bl_drift.txt" 2>&1
+check "drift alone does not fail the gate" test $? -eq 0
+check "drift is reported per output" grep -q "^  DRIFT .*tolerance used" "$WORK/bl_drift.txt"
+"$OPGATE" run --cases "$SMOKE" --out "$WORK/r_bl_drift2" -q --baseline "$WORK/base_drift" --drift-floor 0 --fail-on-drift >/dev/null 2>&1
+check "--fail-on-drift fails the gate on drift" test $? -eq 1
+expect_error 2 "nowhere: no such baseline" run --cases "$SMOKE" --out "$WORK/r_bl_bad" --baseline "$WORK/nowhere"
+check "no report folder when the baseline is unreadable" test ! -e "$WORK/r_bl_bad"
+mkdir -p "$WORK/base_empty_src"; : >"$WORK/base_empty_src/results.jsonl"
+expect_error 2 "no results: refusing an empty baseline" baseline accept "$WORK/base_empty_src" --to "$WORK/base_x"
+
 # --- sharding: the shards partition the cases ---
 "$OPGATE" list --cases "$SMOKE" --shard 0/2 | grep '^mfrg' | awk '{print $1}' >"$WORK/s0" 2>/dev/null
 "$OPGATE" run --cases "$SMOKE" --shard 0/2 --out "$WORK/r_s0" -q >/dev/null 2>&1
