@@ -31,7 +31,8 @@ class Backend {
   // output images. kBackendError carries the device's code and message.
   virtual Status run(const Problem& problem, const TensorMap& inputs, TensorMap& outputs) = 0;
   // For rejected calls on a real device: the code its GetWorkspaceSize returns (0 = accepted).
-  // Emulators return the reference's code, so they never disagree.
+  // Emulators return the reference's code, so they never disagree. kUnsupported: no probe for this
+  // call (the case is SKIPPED).
   virtual Expected<int64_t> rejection_code(const Problem& problem) = 0;
 };
 

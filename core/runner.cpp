@@ -107,7 +107,12 @@ CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt) {
                     t0);
     }
     auto device_code = backend.rejection_code(problem);
-    if (!device_code) return finish(r, Verdict::kBackendError, device_code.status().message(), t0);
+    if (!device_code) {
+      // A backend that cannot ask the device about this call (an entry point without the probe)
+      // has no verdict to give; anything else is a backend failure.
+      const bool unsupported = device_code.status().code() == StatusCode::kUnsupported;
+      return finish(r, unsupported ? Verdict::kSkipped : Verdict::kBackendError, device_code.status().message(), t0);
+    }
     if (*device_code != c.expect) {
       return finish(r, Verdict::kFailed,
                     fmt::format("contract mismatch: the reference returns {}, the device returns {}", c.expect,

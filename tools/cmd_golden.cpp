@@ -1,7 +1,12 @@
-// `opgate golden regen` and `opgate golden verify` (golden-format.md).
+// `opgate golden regen`, `verify` and `diff` (golden-format.md).
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+
 #include <fmt/format.h>
 
 #include "core/golden.h"
+#include "core/golden_diff.h"
 #include "core/op_registry.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
@@ -89,6 +94,78 @@ void add_golden(CLI::App& app, int& exit_code) {
     }
     fmt::print("golden: {} case(s), {} ok, {} mismatched\n", dirs.size(), dirs.size() - static_cast<size_t>(bad), bad);
     exit_code = bad > 0 ? 1 : 0;
+  });
+
+  auto* diff = golden->add_subcommand("diff", "Review a golden change: what moved, by how many device ulps");
+  auto old_root = std::make_shared<std::string>();
+  auto rev = std::make_shared<std::string>();
+  diff->add_option("old", *old_root, "The golden root before the change (or use --rev)");
+  diff->add_option("--rev", *rev, "Compare with golden/ as committed in this git revision (e.g. HEAD, main)");
+  diff->add_option("--op", o->sel.ops, "Operator(s) (default: all)");
+  diff->add_option("--out", o->out, "The golden root after the change (default <root>/golden)");
+  diff->add_option("--root", o->root, "Repository root");
+  diff->callback([o, old_root, rev, &exit_code] {
+    const std::string root = repo_root(o->root);
+    const std::string now = o->out.empty() ? root + "/golden" : o->out;
+    if (old_root->empty() == rev->empty()) {
+      exit_code = fail(parse_error("golden diff: give either the old golden root or --rev REV"));
+      return;
+    }
+    GoldenTreeDiff total;
+    std::vector<std::string> stems;
+    for (const auto& name : o->sel.ops) {
+      const OpInfo* op = find_op(name);
+      if (op == nullptr) {
+        exit_code = fail(parse_error(fmt::format("--op '{}': unknown operator (known: {})", name, known_ops_text())));
+        return;
+      }
+      stems.push_back(op->stem);
+    }
+    if (stems.empty()) stems.push_back("");
+    std::string before = *old_root, label = *old_root, scratch;
+    if (!rev->empty()) {
+      // The revision's golden/ is extracted with git into a scratch folder.
+      if (!std::regex_match(*rev, std::regex("[A-Za-z0-9._/~^@{}-]+"))) {
+        exit_code = fail(parse_error(fmt::format("--rev '{}': not a git revision name", *rev)));
+        return;
+      }
+      char tmpl[] = "/tmp/opgate_golden_XXXXXX";
+      if (mkdtemp(tmpl) == nullptr) {
+        exit_code = fail(io_error("golden diff: cannot create a scratch folder in /tmp"));
+        return;
+      }
+      const std::string cmd = fmt::format("git -C '{}' archive --format=tar '{}' golden 2>/dev/null | tar -x -C '{}' 2>/dev/null", root, *rev,
+                                          tmpl);
+      if (root.find('\'') != std::string::npos || std::system(cmd.c_str()) != 0 ||
+          !std::filesystem::is_directory(std::string(tmpl) + "/golden")) {
+        std::error_code ignored;
+        std::filesystem::remove_all(tmpl, ignored);
+        exit_code = fail(io_error(fmt::format("golden diff: cannot extract golden/ of revision '{}' from {}", *rev, root)));
+        return;
+      }
+      scratch = tmpl;
+      before = scratch + "/golden";
+      label = *rev;
+    }
+    for (const auto& dir : {before, now}) {
+      if (!std::filesystem::is_directory(dir)) {
+        exit_code = fail(io_error(fmt::format("{}: no such golden folder", dir)));
+        return;
+      }
+    }
+    for (const auto& stem : stems) {
+      GoldenTreeDiff d = diff_golden_trees(before, now, stem);
+      total.cases.insert(total.cases.end(), d.cases.begin(), d.cases.end());
+    }
+    std::error_code ignored;
+    if (!scratch.empty()) std::filesystem::remove_all(scratch, ignored);
+    if (total.cases.empty()) {
+      exit_code = fail(io_error(fmt::format("{} and {}: no golden cases found", before, now)));
+      return;
+    }
+    fmt::print("{}", golden_diff_text(total, label, now));
+    // Like diff(1): 0 identical, 1 different.
+    exit_code = total.count("identical") == static_cast<int64_t>(total.cases.size()) ? 0 : 1;
   });
 }
 

@@ -185,6 +185,33 @@ P
 check "verify says 'input generator changed' when inputs differ" grep -q "input generator changed" "$WORK/verify.txt"
 check "no temporary folders left by regen" test -z "$(find "$WORK/golden" -name '.*tmp*')"
 
+# --- golden diff: a reviewable change, from a folder or from a git revision ---
+rm -rf "$WORK/golden_new"; cp -r "$WORK/golden" "$WORK/golden_new"
+"$OPGATE" golden diff "$WORK/golden" --out "$WORK/golden_new" >"$WORK/gdiff_same.txt" 2>&1
+check "golden diff of identical trees exits 0" test $? -eq 0
+check "golden diff counts identical cases" grep -q "0 changed, 0 added, 0 removed, 0 unreadable" "$WORK/gdiff_same.txt"
+# Nudge the last expected gradScalesOut value by 2^-30 relative (invisible in float16).
+python3 - "$WORK/golden_new/$OP/mfrg.scales_dropless.f16.001/expected/gradScalesOut.npy" <<'P'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+v = struct.unpack_from("<d", b, len(b) - 8)[0]
+struct.pack_into("<d", b, len(b) - 8, v * (1 + 2**-30) if v != 0 else 2**-40)
+open(sys.argv[1], "wb").write(bytes(b))
+P
+rm -rf "$WORK/golden_new/$OP/mfrg.copy_no_scales.f32.001"
+"$OPGATE" golden diff "$WORK/golden" --out "$WORK/golden_new" >"$WORK/gdiff.txt" 2>&1
+check "golden diff of changed trees exits 1" test $? -eq 1
+check "golden diff names the changed output" grep -q "expected/gradScalesOut.npy: 1 of 12 elements changed, .* 0 round to a different float16" "$WORK/gdiff.txt"
+check "golden diff names the removed case" grep -q "^REMOVED .*mfrg.copy_no_scales.f32.001" "$WORK/gdiff.txt"
+GIT_REPO="$WORK/golden_git"; rm -rf "$GIT_REPO"; mkdir -p "$GIT_REPO"; cp -r "$WORK/golden" "$GIT_REPO/golden"
+(cd "$GIT_REPO" && git init -q && git add golden && git -c user.name=t -c user.email=t@t commit -qm golden) >/dev/null 2>&1
+rm -rf "$GIT_REPO/golden"; cp -r "$WORK/golden_new" "$GIT_REPO/golden"
+"$OPGATE" golden diff --rev HEAD --root "$GIT_REPO" >"$WORK/gdiff_rev.txt" 2>&1
+check "golden diff --rev compares with the committed tree" grep -q "^golden diff HEAD -> .*1 changed, 0 added, 1 removed" "$WORK/gdiff_rev.txt"
+check "golden diff --rev leaves no scratch folder" test -z "$(find /tmp -maxdepth 1 -name 'opgate_golden_*' -newer "$WORK/gdiff.txt")"
+expect_error 2 "cannot extract golden/ of revision 'no_such_rev'" golden diff --rev no_such_rev --root "$GIT_REPO"
+expect_error 2 "nowhere: no such golden folder" golden diff "$WORK/nowhere" --out "$WORK/golden"
+
 # --- generated cases: reproducible files, runs, shrinking a fault to a minimal repro ---
 "$OPGATE" gen --op "$OP" --count 40 --seed 11 --out "$WORK/gen1.json" && "$OPGATE" gen --op mfrg --count 40 --seed 11 --out "$WORK/gen2.json"
 check "gen is reproducible byte for byte" cmp -s "$WORK/gen1.json" "$WORK/gen2.json"

@@ -15,7 +15,8 @@ namespace opgate {
 namespace {
 
 enum class Misbehave { kNone, kWriteBeforeBuffer, kWriteAfterBuffer, kLeavePoison, kFlipOnSecondRun,
-                       kModifyInput, kFail, kAbort, kHang, kWrongRejectCode };
+                       kModifyInput, kFail, kAbort, kHang, kWrongRejectCode, kCannotProbeRejection,
+                       kRejectionProbeFails };
 
 // The emulator, then one deliberate misbehaviour.
 class TestBackend final : public Backend {
@@ -46,6 +47,8 @@ class TestBackend final : public Backend {
     return st;
   }
   Expected<int64_t> rejection_code(const Problem& p) override {
+    if (m_ == Misbehave::kCannotProbeRejection) return Status(StatusCode::kUnsupported, "no probe on this entry");
+    if (m_ == Misbehave::kRejectionProbeFails) return Status(StatusCode::kBackendError, "aclrtMalloc failed");
     return m_ == Misbehave::kWrongRejectCode ? int64_t{161001} : p.validate().aclnn_code();
   }
 
@@ -116,6 +119,14 @@ TEST(Runner, expected_reject_and_contract_mismatches) {
   // An invalid call in a case that expects ok: the case file is wrong.
   c.expect = 0;
   EXPECT_EQ(verdict_of(Misbehave::kNone, {}, c), Verdict::kInvalidCase);
+}
+
+TEST(Runner, rejection_probe_unsupported_is_skipped_and_failure_is_backend_error) {
+  Case c = valid_case();
+  c.tensors = {{"gradY", {{"dtype", "int32"}}}};
+  c.expect = 161002;
+  EXPECT_EQ(verdict_of(Misbehave::kCannotProbeRejection, {}, c), Verdict::kSkipped);
+  EXPECT_EQ(verdict_of(Misbehave::kRejectionProbeFails, {}, c), Verdict::kBackendError);
 }
 
 TEST(Runner, unknown_params_make_an_invalid_case) {

@@ -1,0 +1,171 @@
+// Golden tree comparison: manifests say which tensors exist and their device dtypes; the .npy files
+// are compared element by element (bits for equality, values for the size of a change).
+#include "core/golden_diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "core/golden.h"
+#include "core/npy.h"
+
+namespace opgate {
+namespace {
+
+Expected<nlohmann::json> read_json(const std::string& path) {
+  OPGATE_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return parse_error(fmt::format("{}: malformed JSON: {}", path, e.what()));
+  }
+}
+
+// The tensor files of a manifest with their entries ({} when the manifest has none).
+nlohmann::json tensor_entries(const nlohmann::json& manifest) {
+  if (manifest.is_object() && manifest.contains("tensors") && manifest["tensors"].is_object()) {
+    return manifest["tensors"];
+  }
+  return nlohmann::json::object();
+}
+
+// Compares one tensor file present in both cases; the status stays "" when the bits are identical.
+Expected<GoldenTensorDiff> diff_tensor(const std::string& file, const nlohmann::json& entry, const std::string& old_dir,
+                                       const std::string& new_dir) {
+  GoldenTensorDiff t;
+  t.file = file;
+  t.device_dtype = entry.value("dtype", "");
+  OPGATE_ASSIGN_OR_RETURN(Tensor a, read_npy(old_dir + "/" + file));
+  OPGATE_ASSIGN_OR_RETURN(Tensor b, read_npy(new_dir + "/" + file));
+  t.elements = b.numel();
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) {
+    t.status = "reshaped";
+    return t;
+  }
+  // Expected floating outputs are stored as float64 before rounding: a change matters to a kernel
+  // comparison when the device-dtype rounding of the value changes.
+  std::optional<DType> device;
+  if (entry.value("stored_as", "") == "float64") {
+    auto d = parse_dtype(t.device_dtype);
+    if (d && is_floating(*d)) device = *d;
+  }
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    if (a.bits(i) == b.bits(i)) continue;
+    ++t.changed;
+    if (!device) continue;
+    const double x = a.get(i), y = b.get(i);
+    if (!(round_to(*device, x) == round_to(*device, y) || (std::isnan(x) && std::isnan(y)))) ++t.visible;
+    if (std::isfinite(x) && std::isfinite(y)) {
+      t.max_abs = std::max(t.max_abs, std::fabs(y - x));
+      t.max_ulps = std::max(t.max_ulps, std::fabs(y - x) / ulp(*device, x));
+    }
+  }
+  t.status = t.changed > 0 ? "changed" : "";
+  return t;
+}
+
+}  // namespace
+
+int64_t GoldenTreeDiff::count(const std::string& status) const {
+  return std::count_if(cases.begin(), cases.end(), [&](const GoldenCaseDiff& c) { return c.status == status; });
+}
+
+GoldenCaseDiff diff_golden_case(const std::string& old_dir, const std::string& new_dir) {
+  GoldenCaseDiff d;
+  d.status = "identical";
+  auto unreadable = [&](const Status& st) {
+    d.status = "unreadable";
+    d.notes.push_back(st.message());
+    return d;
+  };
+  auto old_manifest = read_json(old_dir + "/manifest.json");
+  if (!old_manifest) return unreadable(old_manifest.status());
+  auto new_manifest = read_json(new_dir + "/manifest.json");
+  if (!new_manifest) return unreadable(new_manifest.status());
+  const auto old_version = old_manifest->value("reference_version", nlohmann::json());
+  const auto new_version = new_manifest->value("reference_version", nlohmann::json());
+  if (old_version != new_version) {
+    d.notes.push_back(fmt::format("reference_version {} -> {}", old_version.dump(), new_version.dump()));
+  }
+  auto old_case = read_json(old_dir + "/case.json");
+  auto new_case = read_json(new_dir + "/case.json");
+  if (!old_case) return unreadable(old_case.status());
+  if (!new_case) return unreadable(new_case.status());
+  if (*old_case != *new_case) {
+    d.notes.push_back(fmt::format("case.json differs: {} -> {}", old_case->dump(), new_case->dump()));
+  }
+  const nlohmann::json old_tensors = tensor_entries(*old_manifest), new_tensors = tensor_entries(*new_manifest);
+  std::set<std::string> files;
+  for (auto it = old_tensors.begin(); it != old_tensors.end(); ++it) files.insert(it.key());
+  for (auto it = new_tensors.begin(); it != new_tensors.end(); ++it) files.insert(it.key());
+  for (const auto& file : files) {
+    if (!new_tensors.contains(file) || !old_tensors.contains(file)) {
+      GoldenTensorDiff t;
+      t.file = file;
+      t.status = new_tensors.contains(file) ? "added" : "removed";
+      d.tensors.push_back(t);
+      continue;
+    }
+    auto t = diff_tensor(file, new_tensors[file], old_dir, new_dir);
+    if (!t) return unreadable(t.status());
+    if (!t->status.empty()) d.tensors.push_back(std::move(*t));
+  }
+  if (!d.tensors.empty() || !d.notes.empty()) d.status = "changed";
+  return d;
+}
+
+GoldenTreeDiff diff_golden_trees(const std::string& old_root, const std::string& new_root, const std::string& stem) {
+  // Keyed by "<op>/<id>", the path below the root.
+  std::map<std::string, std::pair<std::string, std::string>> dirs;
+  for (const auto& dir : list_golden_dirs(old_root, stem)) dirs[dir.substr(old_root.size() + 1)].first = dir;
+  for (const auto& dir : list_golden_dirs(new_root, stem)) dirs[dir.substr(new_root.size() + 1)].second = dir;
+  GoldenTreeDiff out;
+  for (const auto& [key, pair] : dirs) {
+    GoldenCaseDiff c;
+    if (pair.first.empty() || pair.second.empty()) {
+      c.status = pair.first.empty() ? "added" : "removed";
+    } else {
+      c = diff_golden_case(pair.first, pair.second);
+    }
+    c.op = key.substr(0, key.find('/'));
+    c.id = key.substr(key.find('/') + 1);
+    out.cases.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string golden_diff_text(const GoldenTreeDiff& d, const std::string& old_label, const std::string& new_label) {
+  std::string s = fmt::format("golden diff {} -> {}: {} case(s): {} changed, {} added, {} removed, {} unreadable, "
+                              "{} identical\n",
+                              old_label, new_label, d.cases.size(), d.count("changed"), d.count("added"),
+                              d.count("removed"), d.count("unreadable"), d.count("identical"));
+  for (const auto& c : d.cases) {
+    if (c.status == "identical") continue;
+    s += fmt::format("{:<10} {}/{}\n", c.status == "unreadable" ? "UNREADABLE" : c.status == "changed" ? "CHANGED"
+                                       : c.status == "added"    ? "ADDED"
+                                                                : "REMOVED",
+                     c.op, c.id);
+    for (const auto& n : c.notes) s += fmt::format("    {}\n", n);
+    for (const auto& t : c.tensors) {
+      if (t.status != "changed") {
+        s += fmt::format("    {}: {}\n", t.file, t.status);
+      } else if (!t.device_dtype.empty() && t.max_ulps > 0) {
+        s += fmt::format("    {}: {} of {} elements changed, max |delta| {:.3g} = {:.3g} ulp of {}; {} round to a "
+                         "different {}\n",
+                         t.file, t.changed, t.elements, t.max_abs, t.max_ulps, t.device_dtype, t.visible,
+                         t.device_dtype);
+      } else {
+        s += fmt::format("    {}: {} of {} elements changed\n", t.file, t.changed, t.elements);
+      }
+    }
+  }
+  return s;
+}
+
+}  // namespace opgate

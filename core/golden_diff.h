@@ -1,0 +1,43 @@
+// Review of a golden change (golden-format.md: "a change of the reference shows up as a reviewable
+// diff"): compares two golden trees case by case and tensor by tensor, and says for each expected
+// output how many elements moved, by how much in device ulps, and how many of them round to a
+// different device value — the ones a kernel comparison could actually notice.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace opgate {
+
+struct GoldenTensorDiff {
+  std::string file;    // "expected/y.npy", "inputs/x.npy", ...
+  std::string status;  // "changed", "added", "removed", "reshaped" (dtype or shape differ)
+  std::string device_dtype;
+  int64_t elements = 0;
+  int64_t changed = 0;  // elements whose stored bits differ
+  int64_t visible = 0;  // float64 expected values whose device-dtype rounding differs
+  double max_abs = 0;   // largest |new - old| over changed finite elements
+  double max_ulps = 0;  // the same in ulps of the device dtype at the old value
+};
+
+struct GoldenCaseDiff {
+  std::string op, id;
+  std::string status;  // "identical", "changed", "added", "removed", "unreadable"
+  std::vector<std::string> notes;  // reference_version 1 -> 2; case.json differs; why unreadable
+  std::vector<GoldenTensorDiff> tensors;  // only the tensors that differ
+};
+
+struct GoldenTreeDiff {
+  std::vector<GoldenCaseDiff> cases;  // sorted by op, then id
+  int64_t count(const std::string& status) const;
+};
+
+GoldenCaseDiff diff_golden_case(const std::string& old_dir, const std::string& new_dir);
+// Every case folder in either tree (optionally one operator stem).
+GoldenTreeDiff diff_golden_trees(const std::string& old_root, const std::string& new_root,
+                                 const std::string& stem = "");
+// One counter line, then a block per case that is not identical.
+std::string golden_diff_text(const GoldenTreeDiff& d, const std::string& old_label, const std::string& new_label);
+
+}  // namespace opgate

@@ -1,0 +1,119 @@
+// Golden diff on hand-built golden folders: which changes are found, their size in device ulps, and
+// which of them a float16 kernel comparison could see (hand arithmetic in each test).
+#include "core/golden_diff.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/npy.h"
+#include "core/tensor.h"
+
+namespace opgate {
+namespace {
+
+class GoldenDiff : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/opgate_gdiff_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A golden case: expected/y.npy float64 for a float16 output, inputs/x.npy int32.
+  std::string make_case(const std::string& root, const std::string& id, const std::vector<double>& y,
+                        const std::vector<double>& x = {1, 2, 3}, int reference_version = 1) {
+    const std::string d = dir_ + "/" + root + "/op_a/" + id;
+    EXPECT_TRUE(make_dirs(d + "/expected").is_ok());
+    EXPECT_TRUE(make_dirs(d + "/inputs").is_ok());
+    EXPECT_TRUE(write_npy(d + "/expected/y.npy", Tensor::from_values(DType::kF64, {static_cast<int64_t>(y.size())}, y)).is_ok());
+    EXPECT_TRUE(write_npy(d + "/inputs/x.npy", Tensor::from_values(DType::kI32, {static_cast<int64_t>(x.size())}, x)).is_ok());
+    const nlohmann::json manifest{
+        {"format", 1},
+        {"reference_version", reference_version},
+        {"tensors",
+         {{"expected/y.npy", {{"dtype", "float16"}, {"stored_as", "float64"}}}, {"inputs/x.npy", {{"dtype", "int32"}}}}}};
+    std::ofstream(d + "/manifest.json") << manifest.dump();
+    std::ofstream(d + "/case.json") << nlohmann::json{{"id", id}, {"seed", 1}}.dump();
+    return d;
+  }
+  std::string dir_;
+};
+
+TEST_F(GoldenDiff, identical_cases_have_no_findings) {
+  const auto a = make_case("old", "c", {1, 2, 3, 4});
+  const auto b = make_case("new", "c", {1, 2, 3, 4});
+  const GoldenCaseDiff d = diff_golden_case(a, b);
+  EXPECT_EQ(d.status, "identical");
+  EXPECT_TRUE(d.tensors.empty());
+  EXPECT_TRUE(d.notes.empty());
+}
+
+TEST_F(GoldenDiff, measures_changes_in_device_ulps_and_counts_the_visible_ones) {
+  // float16 ulp on [2, 4) is 2^-9. 2 -> 2 + 2^-10 is half an ulp: a tie that rounds back to 2 (even),
+  // invisible. 3 -> 3 + 2^-9 is one ulp: visible.
+  const auto a = make_case("old", "c", {1, 2, 3, 4});
+  const auto b = make_case("new", "c", {1, 2 + 0x1p-10, 3 + 0x1p-9, 4});
+  const GoldenCaseDiff d = diff_golden_case(a, b);
+  EXPECT_EQ(d.status, "changed");
+  ASSERT_EQ(d.tensors.size(), 1u);
+  const GoldenTensorDiff& t = d.tensors[0];
+  EXPECT_EQ(t.file, "expected/y.npy");
+  EXPECT_EQ(t.elements, 4);
+  EXPECT_EQ(t.changed, 2);
+  EXPECT_EQ(t.visible, 1);
+  EXPECT_DOUBLE_EQ(t.max_abs, 0x1p-9);
+  EXPECT_DOUBLE_EQ(t.max_ulps, 1.0);
+}
+
+TEST_F(GoldenDiff, integer_inputs_count_changed_elements) {
+  const auto a = make_case("old", "c", {1}, {1, 2, 3});
+  const auto b = make_case("new", "c", {1}, {1, 7, 3});
+  const GoldenCaseDiff d = diff_golden_case(a, b);
+  ASSERT_EQ(d.tensors.size(), 1u);
+  EXPECT_EQ(d.tensors[0].file, "inputs/x.npy");
+  EXPECT_EQ(d.tensors[0].changed, 1);
+  EXPECT_EQ(d.tensors[0].visible, 0);  // not a float64 expected output
+}
+
+TEST_F(GoldenDiff, shape_change_version_bump_and_case_edit_are_named) {
+  const auto a = make_case("old", "c", {1, 2});
+  const auto b = make_case("new", "c", {1, 2, 3}, {1, 2, 3}, 2);
+  std::ofstream(b + "/case.json") << nlohmann::json{{"id", "c"}, {"seed", 2}}.dump();
+  const GoldenCaseDiff d = diff_golden_case(a, b);
+  EXPECT_EQ(d.status, "changed");
+  ASSERT_EQ(d.tensors.size(), 1u);
+  EXPECT_EQ(d.tensors[0].status, "reshaped");
+  ASSERT_EQ(d.notes.size(), 2u);
+  EXPECT_EQ(d.notes[0], "reference_version 1 -> 2");
+  EXPECT_NE(d.notes[1].find("case.json differs"), std::string::npos);
+}
+
+TEST_F(GoldenDiff, trees_report_added_removed_and_unreadable_cases) {
+  make_case("old", "same", {1});
+  make_case("new", "same", {1});
+  make_case("old", "gone", {1});
+  make_case("new", "fresh", {1});
+  make_case("old", "broken", {1});
+  const auto broken = make_case("new", "broken", {1});
+  std::ofstream(broken + "/manifest.json") << "{";
+  const GoldenTreeDiff d = diff_golden_trees(dir_ + "/old", dir_ + "/new");
+  ASSERT_EQ(d.cases.size(), 4u);
+  EXPECT_EQ(d.count("identical"), 1);
+  EXPECT_EQ(d.count("removed"), 1);
+  EXPECT_EQ(d.count("added"), 1);
+  EXPECT_EQ(d.count("unreadable"), 1);
+  const std::string text = golden_diff_text(d, "before", "after");
+  EXPECT_NE(text.find("golden diff before -> after: 4 case(s): 0 changed, 1 added, 1 removed, 1 unreadable, 1 identical"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("REMOVED    op_a/gone"), std::string::npos) << text;
+  EXPECT_NE(text.find("ADDED      op_a/fresh"), std::string::npos) << text;
+  EXPECT_NE(text.find("manifest.json: malformed JSON"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace opgate
