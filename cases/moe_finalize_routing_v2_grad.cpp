@@ -238,7 +238,7 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode mo
 
   OutputCheck gs;
   gs.name = "gradScalesOut";
-  gs.device_dtype = p.has_scales ? p.dtype : p.dtype;
+  gs.device_dtype = p.dtype;
   if (!p.has_scales) {
     gs.kind = CheckKind::kUndefined;
     gs.reason = "without scales gradScalesOut is (R, 1) and never written (spec §3.1)";

@@ -66,7 +66,8 @@ double element_allowance(const OutputCheck& check, double e, double mag) {
       const MixedConst m = mixed_const(T);
       return m.atol + m.rtol * std::fabs(e);
     }
-    case Standard::kMereMare: return 10 * mere_threshold(T) * (std::fabs(e) + kMereEps);
+    // MARE < 10 T is strict; the largest double below the limit makes the shared "<=" test strict.
+    case Standard::kMereMare: return std::nextafter(10 * mere_threshold(T) * (std::fabs(e) + kMereEps), 0.0);
     case Standard::kDualThousandth: return dual_rtol(T) * std::max(1.0, std::fabs(e));
     case Standard::kAllclose: return t.atol + t.rtol * std::fabs(e);
   }
@@ -440,12 +441,13 @@ nlohmann::json to_json(const OutputCheck& c) {
 }
 
 namespace {
+// JSON has no infinity or NaN: non-finite numbers are written as the strings "inf", "-inf", "nan".
+nlohmann::json num(double v) {
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+}
+
 nlohmann::json point_json(const ComparePoint& p) {
-  // JSON has no infinity: non-finite numbers are written as strings.
-  auto num = [](double v) -> nlohmann::json {
-    if (std::isfinite(v)) return v;
-    return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-  };
   nlohmann::json j{{"index", p.index}, {"expected", num(p.expected)}, {"expected_rounded", num(p.expected_rounded)},
                    {"got", num(p.got)}, {"abs_err", num(p.abs_err)}, {"rel_err", num(p.rel_err)},
                    {"allowed", num(p.allowed)}};
@@ -457,7 +459,6 @@ nlohmann::json point_json(const ComparePoint& p) {
 
 nlohmann::json to_json(const CompareResult& r) {
   const CompareMetrics& m = r.metrics;
-  auto num = [](double v) -> nlohmann::json { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json("inf"); };
   nlohmann::json j{{"name", r.name},
                    {"check", r.standard},
                    {"passed", r.passed},

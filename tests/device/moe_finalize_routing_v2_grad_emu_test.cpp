@@ -86,6 +86,8 @@ int64_t count_violations(const Params& p, const TensorMap& in, const TensorMap& 
   }
   const Tensor& gs = out.at(kGradScales);
   const auto h = static_cast<double>(p.hidden);
+  // The derivation of spec §4 without the plan's rounding up (ceil): at most as wide as the shipped
+  // plan, so an emulator within it is within the plan, and a defect outside the plan is outside it.
   const double c = std::ldexp(1.0, -23) * (h / 8 + std::log2(h) + 2);
   for (int64_t i = 0; i < gs.numel(); ++i) {
     if (r.care.at(kGradScales).get(i) == 0.0) continue;

@@ -25,7 +25,10 @@ cat "$WORK/fuzz.out"
 echo "campaign against fault:$DEFECT ended after ${elapsed} s with exit code $rc"
 [ "$rc" -eq 1 ] || fail "opgate fuzz exit code $rc, want 1 (a finding)"
 grep -q "^FINDING verdict-failed-" "$WORK/fuzz.out" || fail "no verdict-failed finding reported"
-[ "$elapsed" -le 75 ] || fail "the finding took ${elapsed} s (limit: the 60 s campaign)"
+# "Within a minute" is the campaign's own limit (--time 60): exit 1 means the finding came inside it.
+# The wall clock only guards against a campaign that ignores its limit (a busy CI machine adds
+# start-up and replay time, so it is not a measure of the search).
+[ "$elapsed" -le 180 ] || fail "the campaign ran ${elapsed} s despite --time 60"
 
 dir="$WORK/regressions/fuzz_$OP"
 input=$(find "$dir" -maxdepth 1 -type f ! -name '*.json' 2>/dev/null | head -1)
