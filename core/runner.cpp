@@ -1,17 +1,13 @@
 // The per-case pipeline and its isolation in a child process.
 #include "core/runner.h"
 
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
 
+#include "core/child_process.h"
 #include "core/golden.h"
 #include "core/guard.h"
 #include "core/op_registry.h"
@@ -249,62 +245,26 @@ CaseResult run_case_isolated(const Case& c, Backend& backend, const RunOptions& 
   base.repeats = opt.repeat;
   base.repro = repro_command(c, backend.name(), opt);
 
-  int fds[2];
-  if (pipe(fds) != 0) return finish(base, Verdict::kBackendError, "pipe() failed", t0);
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return finish(base, Verdict::kBackendError, "fork() failed", t0);
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    const std::string text = to_json(run_case(c, backend, opt)).dump(-1, ' ', false,
-                                                                     nlohmann::json::error_handler_t::replace);
-    size_t off = 0;
-    while (off < text.size()) {
-      const ssize_t n = write(fds[1], text.data() + off, text.size() - off);
-      if (n <= 0) break;
-      off += static_cast<size_t>(n);
-    }
-    close(fds[1]);
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string text;
-  bool timed_out = false;
-  char buf[65536];
-  for (;;) {
-    const double left_ms = opt.timeout_s * 1000 - ms_since(t0);
-    if (left_ms <= 0) {
-      timed_out = true;
+  const ChildOutcome child = run_in_child(
+      [&] {
+        return to_json(run_case(c, backend, opt)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      },
+      opt.timeout_s);
+  switch (child.end) {
+    case ChildOutcome::End::kNotStarted: return finish(base, Verdict::kBackendError, child.error, t0);
+    case ChildOutcome::End::kTimedOut:
+      return finish(base, Verdict::kTimeout,
+                    fmt::format("no result within --timeout {} s; child killed", opt.timeout_s), t0);
+    case ChildOutcome::End::kSignaled:
+      return finish(base, Verdict::kCrashed,
+                    fmt::format("child died of signal {} ({})", child.signal, strsignal(child.signal)), t0);
+    case ChildOutcome::End::kExited:
+      if (child.exit_status != 0) {
+        return finish(base, Verdict::kCrashed, fmt::format("child exited with status {}", child.exit_status), t0);
+      }
       break;
-    }
-    pollfd pfd{fds[0], POLLIN, 0};
-    const int ready = poll(&pfd, 1, static_cast<int>(std::min(left_ms, 1000.0)) + 1);
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    const ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
   }
-  close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out) {
-    return finish(base, Verdict::kTimeout, fmt::format("no result within --timeout {} s; child killed", opt.timeout_s),
-                  t0);
-  }
-  if (WIFSIGNALED(wstatus)) {
-    return finish(base, Verdict::kCrashed,
-                  fmt::format("child died of signal {} ({})", WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus))), t0);
-  }
-  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-    return finish(base, Verdict::kCrashed, fmt::format("child exited with status {}", WEXITSTATUS(wstatus)), t0);
-  }
+  const std::string& text = child.output;
   try {
     auto r = case_result_from_json(nlohmann::json::parse(text));
     if (!r) return finish(base, Verdict::kCrashed, r.status().message(), t0);

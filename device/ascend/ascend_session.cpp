@@ -2,19 +2,16 @@
 // (spec ascend-abi.md §7, §9 steps 4 and 7).
 #include "device/ascend/ascend_session.h"
 
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include <fmt/format.h>
+
+#include "core/child_process.h"
 
 namespace opgate::ascend {
 
@@ -123,61 +120,24 @@ Status unavailable(std::string reason) { return Status(StatusCode::kUnsupported,
 }  // namespace
 
 Expected<nlohmann::json> probe_device(std::shared_ptr<const AclLibraries> libs, int32_t device, double timeout_s) {
-  int fds[2];
-  if (pipe(fds) != 0) return internal_error("device probe: pipe() failed");
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return internal_error("device probe: fork() failed");
+  const ChildOutcome child = run_in_child(
+      [&] { return probe_in_child(libs, device).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); },
+      timeout_s);
+  switch (child.end) {
+    case ChildOutcome::End::kNotStarted: return internal_error("device probe: " + child.error);
+    case ChildOutcome::End::kTimedOut:
+      return unavailable(fmt::format("the device probe (aclInit, aclrtSetDevice({})) did not finish within {} s",
+                                     device, timeout_s));
+    case ChildOutcome::End::kSignaled:
+      return unavailable(fmt::format("the device probe process (aclInit, aclrtSetDevice({})) died of signal {} ({})",
+                                     device, child.signal, strsignal(child.signal)));
+    case ChildOutcome::End::kExited: break;
   }
-  if (pid == 0) {
-    close(fds[0]);
-    const std::string text = probe_in_child(libs, device).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    size_t off = 0;
-    while (off < text.size()) {
-      const ssize_t n = write(fds[1], text.data() + off, text.size() - off);
-      if (n <= 0) break;
-      off += static_cast<size_t>(n);
-    }
-    close(fds[1]);
-    _exit(0);
-  }
-  close(fds[1]);
-  const auto t0 = std::chrono::steady_clock::now();
-  std::string text;
-  bool timed_out = false;
-  char buf[4096];
-  for (;;) {
-    const double left_ms =
-        timeout_s * 1000 - std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (left_ms <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd pfd{fds[0], POLLIN, 0};
-    const int ready = poll(&pfd, 1, static_cast<int>(std::min(left_ms, 1000.0)) + 1);
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    const ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out) return unavailable(fmt::format("the device probe (aclInit, aclrtSetDevice({})) did not finish within {} s", device, timeout_s));
-  if (WIFSIGNALED(wstatus)) {
-    return unavailable(fmt::format("the device probe process (aclInit, aclrtSetDevice({})) died of signal {} ({})",
-                                   device, WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus))));
-  }
+  const std::string& text = child.output;
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return unavailable(fmt::format("the device probe process exited with status {} without a result",
-                                   WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1));
+                                   child.exit_status));
   }
   if (j.contains("error")) {
     return unavailable(fmt::format("the device cannot be used: {}; check `npu-smi info`, the driver under "
