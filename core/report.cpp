@@ -3,12 +3,14 @@
 #include "core/report.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -136,21 +138,33 @@ std::string counts_line(const VerdictCounts& c) {
       at(Verdict::kCrashed));
 }
 
-Expected<std::vector<CaseResult>> read_results(const std::string& path) {
-  std::ifstream in(path);
+namespace {
+
+// The whole file; empty when it does not exist (no results yet).
+Expected<std::string> read_if_present(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return std::string();
+  return read_file(path);
+}
+
+// read_results on the text of `path`.
+Expected<std::vector<CaseResult>> parse_results(const std::string& text, const std::string& path) {
   std::vector<CaseResult> out;
-  if (!in) return out;  // no results yet
-  std::string line;
-  int64_t n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (line.empty()) continue;
+  size_t start = 0;
+  for (int64_t n = 1; start < text.size(); ++n) {
+    const size_t newline = text.find('\n', start);
+    const bool complete = newline != std::string::npos;
+    const std::string line = text.substr(start, (complete ? newline : text.size()) - start);
+    start = complete ? newline + 1 : text.size();
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception&) {
-      // A line cut short by a crash of the parent is dropped; that case runs again on resume.
-      continue;
+    } catch (const nlohmann::json::exception& e) {
+      // Only the last line can be cut short by a crash (every result is written as one line and
+      // flushed); elsewhere a bad line is corruption, and dropping it would lose a verdict.
+      if (!complete) break;
+      return parse_error(fmt::format("{}: line {}: malformed JSON: {}", path, n, e.what()));
     }
     auto r = case_result_from_json(j);
     if (!r) return r.status().with_context(fmt::format("{}: line {}", path, n));
@@ -159,21 +173,101 @@ Expected<std::vector<CaseResult>> read_results(const std::string& path) {
   return out;
 }
 
+// What a run info field means for resuming. The backend's probe also carries library versions
+// and the like, which may change between attempts; its name (with any defect) and SoC may not.
+nlohmann::json resume_value(const nlohmann::json& info, const std::string& field) {
+  const nlohmann::json v = info.value(field, nlohmann::json());
+  if (field != "backend" || !v.is_object()) return v;
+  const nlohmann::json name = v.value("backend", nlohmann::json());
+  std::string identity = name.is_string() ? name.get<std::string>() : name.dump();
+  if (v.contains("soc")) identity += " on " + v["soc"].dump();
+  return identity;
+}
+
+Status check_same_run(const RunInfoFile& before, const nlohmann::json& now) {
+  for (const char* field : kResumeFields) {
+    const nlohmann::json was = resume_value(before.info, field);
+    const nlohmann::json is = resume_value(now, field);
+    if (was != is) {
+      return parse_error(fmt::format("{}: cannot resume: {} was {}, this run has {} (use another --out folder)",
+                                     before.path, field, was.is_null() ? "unset" : was.dump(),
+                                     is.is_null() ? "unset" : is.dump()));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<std::vector<CaseResult>> read_results(const std::string& path) {
+  OPGATE_ASSIGN_OR_RETURN(std::string text, read_if_present(path));
+  return parse_results(text, path);
+}
+
+Expected<RunInfoFile> read_run_info(const std::string& dir) {
+  RunInfoFile f{dir + "/run.json", nullptr};
+  struct stat st {};
+  if (::stat(f.path.c_str(), &st) == 0) {
+    OPGATE_ASSIGN_OR_RETURN(std::string text, read_file(f.path));
+    try {
+      f.info = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      return parse_error(fmt::format("{}: malformed JSON: {}", f.path, e.what()));
+    }
+    if (!f.info.is_object()) return parse_error(fmt::format("{}: expected a JSON object", f.path));
+    return f;
+  }
+  f.path = dir + "/summary.txt";
+  if (::stat(f.path.c_str(), &st) != 0) return RunInfoFile{"", nullptr};
+  OPGATE_ASSIGN_OR_RETURN(std::string text, read_file(f.path));
+  const std::string prefix = "opgate run ";
+  const std::string first = text.substr(0, text.find('\n'));
+  try {
+    if (first.rfind(prefix, 0) != 0) throw std::invalid_argument("no run line");
+    f.info = nlohmann::json::parse(first.substr(prefix.size()));
+  } catch (const std::exception&) {
+    return parse_error(fmt::format("{}: line 1: expected 'opgate run <run info JSON>'", f.path));
+  }
+  if (!f.info.is_object()) return parse_error(fmt::format("{}: line 1: expected a JSON object", f.path));
+  return f;
+}
+
 Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann::json& run_info, bool resume) {
-  OPGATE_TRY(make_dirs(dir + "/failed"));
   ReportWriter w;
   w.dir_ = dir;
   w.run_info_ = run_info;
   const std::string results = dir + "/results.jsonl";
+  const std::string run_json = dir + "/run.json";
+  std::string text;
+  size_t keep = 0;
+  bool has_run_json = false;
   if (resume) {
-    OPGATE_ASSIGN_OR_RETURN(auto previous, read_results(results));
+    // Everything is checked before anything is written: results of two configurations must never
+    // mix, and a corrupt results.jsonl stays as it is for a person to look at.
+    OPGATE_ASSIGN_OR_RETURN(RunInfoFile before, read_run_info(dir));
+    if (!before.info.is_null()) OPGATE_TRY(check_same_run(before, run_info));
+    has_run_json = before.path == run_json;
+    OPGATE_ASSIGN_OR_RETURN(text, read_if_present(results));
+    // A crash can cut the last line short; appending to it would glue the next result onto it and
+    // make both unreadable, so the file is cut back to just after its last newline (the case that
+    // line held runs again).
+    const size_t newline = text.rfind('\n');
+    keep = newline == std::string::npos ? 0 : newline + 1;
+    OPGATE_ASSIGN_OR_RETURN(auto previous, parse_results(text.substr(0, keep), results));
     for (const auto& r : previous) {
       w.done_.insert(r.id);
       ++w.counts_[static_cast<size_t>(r.verdict)];
     }
-  } else {
+  }
+  OPGATE_TRY(make_dirs(dir + "/failed"));
+  if (!has_run_json) {
+    OPGATE_TRY(write_file_atomic(run_json, run_info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+  }
+  if (!resume) {
     std::ofstream truncate(results, std::ios::trunc);
     if (!truncate) return io_error(fmt::format("{}: cannot write", results));
+  } else if (keep < text.size() && ::truncate(results.c_str(), static_cast<off_t>(keep)) != 0) {
+    return io_error(fmt::format("{}: cannot cut off the partial last line: {}", results, std::strerror(errno)));
   }
   return w;
 }

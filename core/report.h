@@ -55,9 +55,22 @@ int gate_exit_code(const VerdictCounts& counts, bool strict);
 // "cases:12 passed:10 failed:1 ..." — the closing counter line.
 std::string counts_line(const VerdictCounts& counts);
 
+// The run info fields that give a result its meaning; `--resume` refuses a run that differs in any.
+constexpr std::array<const char*, 4> kResumeFields = {"backend", "repeat", "against", "shard"};
+
+// A report folder's run info and the file it came from: run.json, else the first line of
+// summary.txt (folders written before run.json); `info` is null when neither exists.
+struct RunInfoFile {
+  std::string path;
+  nlohmann::json info;
+};
+Expected<RunInfoFile> read_run_info(const std::string& dir);
+
 class ReportWriter {
  public:
-  // Creates `dir` (and failed/); with `resume`, keeps results.jsonl and remembers its case ids.
+  // Creates `dir` (and failed/) and writes run.json. With `resume`, first refuses a run_info that
+  // differs from the folder's in a kResumeFields field, then cuts a partial last line off
+  // results.jsonl and remembers the case ids it holds. Nothing is written when it fails.
   static Expected<ReportWriter> open(const std::string& dir, const nlohmann::json& run_info, bool resume);
   const std::set<std::string>& done_ids() const { return done_; }
   // Appends one line to results.jsonl and flushes it; failures also get failed/<id>.json.
@@ -74,7 +87,10 @@ class ReportWriter {
   VerdictCounts counts_{};
 };
 
-// Reads every CaseResult of a results.jsonl (used by resume and `opgate merge`).
+// Reads every CaseResult of a results.jsonl (used by resume, `opgate merge` and baselines); a
+// missing file holds no results. Blank lines are skipped, and so is a malformed last line without
+// its newline (a crash cut it short; resume runs that case again). Any other malformed line is an
+// error "<path>: line N: malformed JSON: ...".
 Expected<std::vector<CaseResult>> read_results(const std::string& path);
 
 }  // namespace opgate

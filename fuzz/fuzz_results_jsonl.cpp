@@ -1,6 +1,8 @@
 // libFuzzer target for the results.jsonl reader behind `opgate run --resume` and `opgate merge`
 // (DESIGN.md §8): read_results on arbitrary text must return results or an error naming the file,
-// never crash; every result read must survive to_json -> case_result_from_json unchanged.
+// never crash; it may skip only a malformed last line without its newline (cut short by a crash),
+// never a malformed line elsewhere; every result read must survive to_json -> case_result_from_json
+// unchanged.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -14,6 +16,18 @@
 namespace {
 
 constexpr const char* kTarget = "fuzz_results_jsonl";
+
+// The first newline-terminated line that is neither blank nor JSON, or npos: such a line must make
+// read_results fail (dropping it would silently lose a verdict).
+size_t malformed_complete_line(const std::string& text) {
+  size_t start = 0;
+  for (size_t newline; (newline = text.find('\n', start)) != std::string::npos; start = newline + 1) {
+    const std::string line = text.substr(start, newline - start);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (!nlohmann::json::accept(line)) return start;
+  }
+  return std::string::npos;
+}
 
 // The input as a file without touching the disk: an anonymous memory file and its /proc path.
 class MemoryFile {
@@ -51,6 +65,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                                         results.status().message());
     }
     return 0;
+  }
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  if (const size_t at = malformed_complete_line(text); at != std::string::npos) {
+    report_finding(kTarget, "malformed-line-skipped",
+                   fmt::format("read_results accepted a malformed line at byte {}", at));
   }
   for (const opgate::CaseResult& r : *results) {
     const nlohmann::json j = opgate::to_json(r);

@@ -1,9 +1,12 @@
 // `opgate merge`: combines the report folders of shards (or machines) into one report and one
-// gate decision (DESIGN.md §8).
-#include <fstream>
+// gate decision (DESIGN.md §8). Every input is read and checked before --out is touched, so a
+// refused merge writes nothing.
+#include <filesystem>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/npy.h"
 #include "core/report.h"
@@ -11,6 +14,121 @@
 #include "tools/commands.h"
 
 namespace opgate::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct MergeInput {
+  std::string dir;
+  RunInfoFile run;                 // run.json (or summary.txt); info is null if neither exists
+  std::vector<CaseResult> results;  // failing ones carry their case from failed/<id>.json
+};
+
+Expected<MergeInput> read_input(const std::string& dir) {
+  MergeInput in{dir, {}, {}};
+  const std::string path = dir + "/results.jsonl";
+  if (!fs::is_regular_file(path)) return io_error(fmt::format("{}: missing (not a report folder?)", path));
+  OPGATE_ASSIGN_OR_RETURN(in.results, read_results(path));
+  OPGATE_ASSIGN_OR_RETURN(in.run, read_run_info(dir));
+  for (auto& r : in.results) {
+    if (!verdict_fails(r.verdict, true)) continue;
+    // The failed/<id>.json of each shard carries the case; copy it instead of re-deriving it.
+    auto failed = read_file(dir + "/failed/" + r.id + ".json");
+    if (!failed) continue;
+    try {
+      r.case_json = nlohmann::json::parse(*failed);
+      r.case_json.erase("result");
+    } catch (const nlohmann::json::exception&) {
+      r.case_json = nullptr;
+    }
+  }
+  return in;
+}
+
+// Merging into an input would truncate the shard being merged before reading it.
+Status check_out(const std::string& out, const std::vector<std::string>& inputs) {
+  std::error_code ec;
+  const fs::path target = fs::weakly_canonical(fs::absolute(out), ec);
+  for (const auto& dir : inputs) {
+    const fs::path input = fs::weakly_canonical(fs::absolute(dir), ec);
+    const fs::path rel = target.lexically_relative(input);
+    if (!rel.empty() && *rel.begin() != "..") {
+      return parse_error(fmt::format("{}: --out is the input report {} or inside it: choose another folder", out, dir));
+    }
+  }
+  return Status::ok();
+}
+
+// Inputs that recorded `--shard i/N` must together be every shard of one split, each once:
+// merging 2 of 4 shards would pass the gate on half the cases. Inputs without a shard (unsharded
+// runs from different machines) are not checked here.
+Status check_shards(const std::vector<MergeInput>& inputs) {
+  int total = 0;
+  std::string total_from;
+  std::map<int, std::string> seen;  // shard index -> input folder
+  for (const auto& in : inputs) {
+    if (in.run.info.is_null() || !in.run.info.contains("shard")) continue;
+    const nlohmann::json& shard = in.run.info["shard"];
+    Selection sel;
+    sel.shard = shard.is_string() ? shard.get<std::string>() : shard.dump();
+    auto parsed = selected_shard(sel);
+    if (!parsed) return parsed.status().with_context(in.run.path);
+    const auto [index, n] = *parsed;
+    if (total == 0) {
+      total = n;
+      total_from = in.dir;
+    } else if (n != total) {
+      return parse_error(fmt::format("{}: shard {}/{} is from another split than {} (of {} shards)", in.run.path,
+                                     index, n, total_from, total));
+    }
+    const auto [it, fresh] = seen.emplace(index, in.dir);
+    if (!fresh) {
+      return parse_error(fmt::format("{}: shard {}/{} also comes from {}: overlapping shards?", in.run.path, index,
+                                     n, it->second));
+    }
+  }
+  std::vector<std::string> missing, have;
+  for (int i = 0; i < total; ++i) {
+    (seen.count(i) ? have : missing).push_back(fmt::format("{}/{}", i, total));
+  }
+  if (!missing.empty()) {
+    return parse_error(fmt::format("merge: shard{} {} missing (the inputs hold {}): merge every shard of the split",
+                                   missing.size() > 1 ? "s" : "", fmt::join(missing, ", "), fmt::join(have, ", ")));
+  }
+  return Status::ok();
+}
+
+Status check_overlap(const std::vector<MergeInput>& inputs) {
+  std::set<std::string> seen;
+  for (const auto& in : inputs) {
+    for (const auto& r : in.results) {
+      if (!seen.insert(r.id).second) {
+        return parse_error(fmt::format("{}: case '{}' also appears in an earlier report: overlapping shards?", in.dir,
+                                       r.id));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Expected<VerdictCounts> merge(const std::vector<std::string>& dirs, const std::string& out) {
+  OPGATE_TRY(check_out(out, dirs));
+  std::vector<MergeInput> inputs;
+  for (const auto& dir : dirs) {
+    OPGATE_ASSIGN_OR_RETURN(MergeInput in, read_input(dir));
+    inputs.push_back(std::move(in));
+  }
+  OPGATE_TRY(check_shards(inputs));
+  OPGATE_TRY(check_overlap(inputs));
+  OPGATE_ASSIGN_OR_RETURN(ReportWriter writer, ReportWriter::open(out, {{"merged_from", dirs}}, false));
+  for (const auto& in : inputs) {
+    for (const auto& r : in.results) OPGATE_TRY(writer.append(r));
+  }
+  OPGATE_TRY(writer.finish());
+  return writer.counts();
+}
+
+}  // namespace
 
 void add_merge(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("merge", "Merge shard report folders into one report and gate decision");
@@ -24,55 +142,13 @@ void add_merge(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", o->out, "Merged report folder")->required();
   cmd->add_flag("--strict", o->strict, "MISTRUSTED cases fail the gate");
   cmd->callback([o, &exit_code] {
-    auto writer = ReportWriter::open(o->out, {{"merged_from", o->inputs}}, false);
-    if (!writer) {
-      exit_code = fail(writer.status());
+    auto counts = merge(o->inputs, o->out);
+    if (!counts) {
+      exit_code = fail(counts.status());
       return;
     }
-    std::set<std::string> seen;
-    for (const auto& dir : o->inputs) {
-      std::ifstream probe(dir + "/results.jsonl");
-      if (!probe) {
-        exit_code = fail(io_error(fmt::format("{}/results.jsonl: missing (not a report folder?)", dir)));
-        return;
-      }
-      auto results = read_results(dir + "/results.jsonl");
-      if (!results) {
-        exit_code = fail(results.status());
-        return;
-      }
-      for (auto& r : *results) {
-        if (!seen.insert(r.id).second) {
-          exit_code = fail(parse_error(fmt::format("{}: case '{}' also appears in an earlier report: overlapping shards?",
-                                                   dir, r.id)));
-          return;
-        }
-        // The failed/<id>.json of each shard carries the case; copy it instead of re-deriving it.
-        if (verdict_fails(r.verdict, true)) {
-          auto failed = read_file(dir + "/failed/" + r.id + ".json");
-          if (failed) {
-            try {
-              r.case_json = nlohmann::json::parse(*failed);
-              r.case_json.erase("result");
-            } catch (const nlohmann::json::exception&) {
-              r.case_json = nullptr;
-            }
-          }
-        }
-        Status st = writer->append(r);
-        if (!st.is_ok()) {
-          exit_code = fail(st);
-          return;
-        }
-      }
-    }
-    Status st = writer->finish();
-    if (!st.is_ok()) {
-      exit_code = fail(st);
-      return;
-    }
-    fmt::print("{}\nreport: {}\n", counts_line(writer->counts()), o->out);
-    exit_code = gate_exit_code(writer->counts(), o->strict);
+    fmt::print("{}\nreport: {}\n", counts_line(*counts), o->out);
+    exit_code = gate_exit_code(*counts, o->strict);
   });
 }
 

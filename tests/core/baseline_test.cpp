@@ -204,6 +204,13 @@ TEST_F(BaselineFiles, accept_refuses_empty_or_corrupt_reports_and_keeps_the_old_
   const Status st = accept_baseline(dir_ + "/corrupt", dir_ + "/base", "1");
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("MAYBE"), std::string::npos) << st.message();
+  // A line that is not JSON at all, between two good ones, is corruption too (not a crash's cut).
+  const std::string good = to_json(result("b", Verdict::kPassed)).dump() + "\n";
+  write("garbled/results.jsonl", good + "not json\n" + good);
+  const Status garbled = accept_baseline(dir_ + "/garbled", dir_ + "/base", "1");
+  EXPECT_FALSE(garbled.is_ok());
+  EXPECT_NE(garbled.message().find("garbled/results.jsonl: line 2: malformed JSON"), std::string::npos)
+      << garbled.message();
   auto kept = read_baseline(dir_ + "/base");
   ASSERT_TRUE(kept);
   EXPECT_EQ(kept->size(), 1u);

@@ -1,0 +1,196 @@
+// results.jsonl reading and resuming from hand-written files: which bad lines may be skipped (a
+// last line cut short by a crash) and which are errors, the cut before appending on resume, and
+// the run info a resumed run must share with its folder.
+#include "core/report.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "core/npy.h"
+
+namespace opgate {
+namespace {
+
+std::string line(const std::string& id, Verdict v) {
+  CaseResult r;
+  r.id = id;
+  r.op = "op_a";
+  r.verdict = v;
+  return to_json(r).dump() + "\n";
+}
+
+const nlohmann::json kRunInfo{{"backend", {{"backend", "emu"}, {"device", "CPU"}}}, {"repeat", 1}, {"against", "reference"}};
+
+class ReportFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/opgate_report_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    results_ = dir_ + "/results.jsonl";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+  std::string text(const std::string& path) {
+    auto t = read_file(path);
+    return t ? *t : "<unreadable>";
+  }
+  std::string dir_, results_;
+};
+
+TEST_F(ReportFiles, a_missing_file_holds_no_results) {
+  auto r = read_results(dir_ + "/nowhere.jsonl");
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_TRUE(r->empty());
+}
+
+TEST_F(ReportFiles, a_partial_last_line_is_skipped) {
+  const std::string b = line("b", Verdict::kFailed);
+  write(results_, line("a", Verdict::kPassed) + b.substr(0, b.size() / 2));
+  auto r = read_results(results_);
+  ASSERT_TRUE(r) << r.status().message();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].id, "a");
+}
+
+TEST_F(ReportFiles, a_complete_last_line_without_newline_is_kept) {
+  const std::string b = line("b", Verdict::kFailed);
+  write(results_, line("a", Verdict::kPassed) + b.substr(0, b.size() - 1));
+  auto r = read_results(results_);
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_EQ(r->size(), 2u);
+}
+
+TEST_F(ReportFiles, blank_lines_are_skipped) {
+  write(results_, "\n" + line("a", Verdict::kPassed) + "  \n" + line("b", Verdict::kPassed));
+  auto r = read_results(results_);
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_EQ(r->size(), 2u);
+}
+
+TEST_F(ReportFiles, a_malformed_middle_line_names_file_and_line) {
+  write(results_, line("a", Verdict::kPassed) + "not json\n" + line("b", Verdict::kPassed));
+  auto r = read_results(results_);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message().rfind(results_ + ": line 2: malformed JSON: ", 0), 0u) << r.status().message();
+}
+
+TEST_F(ReportFiles, a_malformed_last_line_with_its_newline_is_an_error) {
+  // A crash cannot leave a newline after a partial line: this is corruption, not a cut.
+  write(results_, line("a", Verdict::kPassed) + "{\"id\": \"b\", \"verd\n");
+  auto r = read_results(results_);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message().rfind(results_ + ": line 2: malformed JSON: ", 0), 0u) << r.status().message();
+}
+
+TEST_F(ReportFiles, a_two_results_glued_line_is_an_error) {
+  // What appending after a partial line used to leave behind: half of one result, then another.
+  const std::string b = line("b", Verdict::kFailed);
+  write(results_, line("a", Verdict::kPassed) + b.substr(0, b.size() / 2) + line("c", Verdict::kPassed));
+  auto r = read_results(results_);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find(": line 2: malformed JSON"), std::string::npos) << r.status().message();
+}
+
+TEST_F(ReportFiles, an_invalid_result_names_file_and_line) {
+  write(results_, line("a", Verdict::kPassed) + R"({"id": "b", "verdict": "MAYBE"})" "\n");
+  auto r = read_results(results_);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message().rfind(results_ + ": line 2: ", 0), 0u) << r.status().message();
+  EXPECT_NE(r.status().message().find("MAYBE"), std::string::npos);
+}
+
+TEST_F(ReportFiles, resume_cuts_the_partial_line_before_appending) {
+  auto first = ReportWriter::open(dir_, kRunInfo, false);
+  ASSERT_TRUE(first) << first.status().message();
+  const std::string b = line("b", Verdict::kFailed);
+  write(results_, line("a", Verdict::kPassed) + b.substr(0, b.size() - 20));
+  auto w = ReportWriter::open(dir_, kRunInfo, true);
+  ASSERT_TRUE(w) << w.status().message();
+  EXPECT_EQ(w->done_ids(), std::set<std::string>{"a"});
+  EXPECT_EQ(text(results_), line("a", Verdict::kPassed));
+  CaseResult again;
+  again.id = "b";
+  again.verdict = Verdict::kFailed;
+  ASSERT_TRUE(w->append(again).is_ok());
+  auto r = read_results(results_);
+  ASSERT_TRUE(r) << r.status().message();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[1].verdict, Verdict::kFailed);
+  ASSERT_TRUE(w->finish().is_ok());
+  EXPECT_EQ(w->counts()[static_cast<size_t>(Verdict::kFailed)], 1);
+}
+
+TEST_F(ReportFiles, resume_runs_a_complete_but_unterminated_last_line_again) {
+  // Kept by read_results, but cut by resume: appending after it would glue two results.
+  ASSERT_TRUE(ReportWriter::open(dir_, kRunInfo, false));
+  const std::string b = line("b", Verdict::kPassed);
+  write(results_, line("a", Verdict::kPassed) + b.substr(0, b.size() - 1));
+  auto w = ReportWriter::open(dir_, kRunInfo, true);
+  ASSERT_TRUE(w) << w.status().message();
+  EXPECT_EQ(w->done_ids(), std::set<std::string>{"a"});
+  EXPECT_EQ(text(results_), line("a", Verdict::kPassed));
+}
+
+TEST_F(ReportFiles, resume_refuses_a_corrupt_file_and_leaves_it_alone) {
+  ASSERT_TRUE(ReportWriter::open(dir_, kRunInfo, false));
+  const std::string corrupt = line("a", Verdict::kPassed) + "garbage\n" + "{\"id\": \"c\"";
+  write(results_, corrupt);
+  auto w = ReportWriter::open(dir_, kRunInfo, true);
+  ASSERT_FALSE(w);
+  EXPECT_NE(w.status().message().find("line 2: malformed JSON"), std::string::npos) << w.status().message();
+  EXPECT_EQ(text(results_), corrupt);
+}
+
+TEST_F(ReportFiles, open_writes_run_json) {
+  ASSERT_TRUE(ReportWriter::open(dir_, kRunInfo, false));
+  auto info = read_run_info(dir_);
+  ASSERT_TRUE(info) << info.status().message();
+  EXPECT_EQ(info->path, dir_ + "/run.json");
+  EXPECT_EQ(info->info, kRunInfo);
+}
+
+TEST_F(ReportFiles, run_info_falls_back_to_the_summary_line) {
+  write(dir_ + "/summary.txt", "opgate run " + kRunInfo.dump() + "\ncases:0\n");
+  auto info = read_run_info(dir_);
+  ASSERT_TRUE(info) << info.status().message();
+  EXPECT_EQ(info->path, dir_ + "/summary.txt");
+  EXPECT_EQ(info->info, kRunInfo);
+  write(dir_ + "/summary.txt", "cases:0\n");
+  EXPECT_FALSE(read_run_info(dir_));
+}
+
+TEST_F(ReportFiles, resume_refuses_another_configuration_naming_the_field) {
+  ASSERT_TRUE(ReportWriter::open(dir_, kRunInfo, false));
+  write(results_, line("a", Verdict::kPassed));
+  const std::pair<const char*, nlohmann::json> changes[] = {
+      {"backend", {{"backend", "fault:mfrg.k_major_index"}, {"device", "CPU"}}},
+      {"repeat", 3},
+      {"against", "golden"},
+      {"shard", "0/2"}};
+  for (const auto& [field, value] : changes) {
+    nlohmann::json other = kRunInfo;
+    other[field] = value;
+    auto w = ReportWriter::open(dir_, other, true);
+    ASSERT_FALSE(w) << field;
+    EXPECT_EQ(w.status().message().rfind(dir_ + "/run.json: cannot resume: " + field + " was ", 0), 0u)
+        << w.status().message();
+  }
+  EXPECT_EQ(text(results_), line("a", Verdict::kPassed));
+  EXPECT_EQ(read_run_info(dir_)->info, kRunInfo);
+}
+
+TEST_F(ReportFiles, resume_ignores_fields_that_do_not_change_results) {
+  ASSERT_TRUE(ReportWriter::open(dir_, kRunInfo, false));
+  nlohmann::json other = kRunInfo;
+  other["cases"] = 7;
+  other["harness_version"] = "next";
+  other["backend"]["device"] = "another description";
+  EXPECT_TRUE(ReportWriter::open(dir_, other, true));
+}
+
+}  // namespace
+}  // namespace opgate
