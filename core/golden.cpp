@@ -173,7 +173,8 @@ void check_manifest_fields(const std::string& dir, LoadedFolder& f) {
   }
   const std::string id = last_part(dir);
   if (!m.contains("case_id") || m["case_id"] != id) {
-    problem(fmt::format("field 'case_id': {}, but the folder is '{}'", m.value("case_id", nlohmann::json()).dump(), id));
+    problem(fmt::format("field 'case_id': {}, but the folder is '{}'", m.value("case_id", nlohmann::json()).dump(),
+                        id));
   }
   const OpInfo* op = find_op(last_part(parent_of(dir)));
   if (op == nullptr || !m.contains("op") || m["op"] != op->aclnn_name) {
@@ -183,7 +184,9 @@ void check_manifest_fields(const std::string& dir, LoadedFolder& f) {
   if (!m.contains("reference_version") || !m["reference_version"].is_number_integer()) {
     problem("field 'reference_version': missing or not an integer");
   }
-  if (m.contains("harness_version") && !m["harness_version"].is_string()) problem("field 'harness_version': not a string");
+  if (m.contains("harness_version") && !m["harness_version"].is_string()) {
+    problem("field 'harness_version': not a string");
+  }
 }
 
 void check_tensor_files(const std::string& dir, LoadedFolder& f) {
@@ -194,7 +197,8 @@ void check_tensor_files(const std::string& dir, LoadedFolder& f) {
     const std::string rel = it.key();
     const nlohmann::json& meta = it.value();
     if (!is_tensor_rel(rel)) {
-      f.problems.push_back(fmt::format("{}: field 'tensors': '{}' is not inputs/<name>.npy or expected/<name>.npy", where, rel));
+      f.problems.push_back(
+          fmt::format("{}: field 'tensors': '{}' is not inputs/<name>.npy or expected/<name>.npy", where, rel));
       continue;
     }
     (rel.rfind("inputs/", 0) == 0 ? any_input : any_expected) = true;
@@ -202,15 +206,16 @@ void check_tensor_files(const std::string& dir, LoadedFolder& f) {
       f.problems.push_back(fmt::format("{}: field 'tensors.{}.sha256': missing or not a string", where, rel));
       continue;
     }
-    auto bytes = read_file(dir + "/" + rel);
+    const std::string path = dir + "/" + rel;
+    auto bytes = read_file(path);
     if (!bytes) {
       f.problems.push_back(bytes.status().message());
     } else if (sha256_hex(*bytes) != meta["sha256"].get<std::string>()) {
-      f.problems.push_back(fmt::format("{}/{}: sha256 differs from manifest.json (file corrupted)", dir, rel));
-    } else if (auto t = decode_npy(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), dir + "/" + rel); !t) {
+      f.problems.push_back(path + ": sha256 differs from manifest.json (file corrupted)");
+    } else if (auto t = decode_npy(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), path); !t) {
       f.problems.push_back(t.status().message());
     } else if (meta.contains("shape") && meta["shape"] != nlohmann::json(t->shape())) {
-      f.problems.push_back(fmt::format("{}/{}: shape {} but manifest.json says {}", dir, rel, shape_to_string(t->shape()),
+      f.problems.push_back(fmt::format("{}: shape {} but manifest.json says {}", path, shape_to_string(t->shape()),
                                        meta["shape"].dump()));
     } else {
       f.tensors[rel] = *t;
@@ -280,7 +285,8 @@ void check_against_case_files(const std::string& dir, const nlohmann::json& gold
     if (c.op == stem && c.id == id) now = &c;
   }
   if (now == nullptr) {
-    fail("case removed", fmt::format("{}: no case file holds case '{}' any more; delete the folder or regenerate", dir, id));
+    fail("case removed",
+         fmt::format("{}: no case file holds case '{}' any more; delete the folder or regenerate", dir, id));
     return;
   }
   auto problem = make_problem(*now);
@@ -293,7 +299,8 @@ void check_against_case_files(const std::string& dir, const nlohmann::json& gold
   std::vector<std::string> diffs;
   case_differences(golden_case, case_to_json(resolved), "", diffs);
   for (const auto& d : diffs) {
-    fail("case changed", fmt::format("{}/case.json differs from {}: {}", dir, now->source.empty() ? "the case" : now->source, d));
+    fail("case changed",
+         fmt::format("{}/case.json differs from {}: {}", dir, now->source.empty() ? "the case" : now->source, d));
   }
 }
 
@@ -347,7 +354,10 @@ Status regenerate_golden(const std::string& root, const Case& c, const std::stri
 Expected<GoldenCase> read_golden(const std::string& dir) {
   LoadedFolder f = load_folder(dir);
   if (!f.problems.empty()) {
-    const std::string more = f.problems.size() > 1 ? fmt::format(" (and {} more problem(s); see `opgate golden verify`)", f.problems.size() - 1) : "";
+    const std::string more =
+        f.problems.size() == 1
+            ? ""
+            : fmt::format(" (and {} more problem(s); see `opgate golden verify`)", f.problems.size() - 1);
     return parse_error(f.problems.front() + more);
   }
   GoldenCase g;
@@ -410,7 +420,8 @@ GoldenCheck verify_golden(const std::string& dir, const std::vector<Case>& curre
   }
   const Case& c = cases->front();
   if (c.id != last_part(dir) || c.op != last_part(parent_of(dir))) {
-    fail("file corrupted", fmt::format("{}/case.json: case '{}' of {} does not belong in this folder", dir, c.id, c.op));
+    fail("file corrupted",
+         fmt::format("{}/case.json: case '{}' of {} does not belong in this folder", dir, c.id, c.op));
     return finish();
   }
   // 2. The case files still hold this case, unchanged.

@@ -170,7 +170,8 @@ CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt) {
       }
     }
     if (golden->inputs.size() != packed.size()) {
-      return finish(r, Verdict::kInvalidCase, "the golden files hold inputs the case no longer has; run `opgate golden regen`", t0);
+      return finish(r, Verdict::kInvalidCase,
+                    "the golden files hold inputs the case no longer has; run `opgate golden regen`", t0);
     }
     // The reference is recomputed even here: the `bound` tolerance needs per-element magnitudes,
     // which golden files do not store. So the golden values become the expected values and a

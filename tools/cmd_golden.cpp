@@ -78,7 +78,8 @@ void add_golden(CLI::App& app, int& exit_code) {
   auto* verify = golden->add_subcommand("verify", "Recompute every golden case and diagnose differences");
   verify->add_option("--op", o->sel.ops, "Operator(s) (default: all)");
   verify->add_option("--out", o->out, "Golden root (default <root>/golden)");
-  verify->add_option("--cases", o->sel.files, "Case file(s) the folders were made from (default: smoke and regression)");
+  verify->add_option("--cases", o->sel.files,
+                     "Case file(s) the folders were made from (default: smoke and regression)");
   verify->add_option("--root", o->root, "Repository root holding cases/ and golden/");
   verify->callback([o, &exit_code] {
     const std::string root = o->out.empty() ? repo_root(o->root) + "/golden" : o->out;

@@ -99,7 +99,8 @@ TEST_F(Golden, consistent_but_wrong_values_are_a_reference_change) {
   EXPECT_TRUE(read_golden(dir_));
   const GoldenCheck check = verify_golden(dir_, cases_);
   EXPECT_EQ(check.cause, "reference changed");
-  EXPECT_TRUE(mentions(check.details, "expected/gradScalesOut.npy: recomputed values differ: 1 of 12")) << check.details[0];
+  EXPECT_TRUE(mentions(check.details, "expected/gradScalesOut.npy: recomputed values differ: 1 of 12"))
+      << check.details[0];
 }
 
 TEST_F(Golden, an_edited_case_is_a_case_change_naming_the_field) {
