@@ -352,6 +352,10 @@ Status regenerate_golden(const std::string& root, const Case& c, const std::stri
 }
 
 Expected<GoldenCase> read_golden(const std::string& dir) {
+  if (!is_dir(dir)) {
+    return io_error(dir + ": no golden folder (golden files exist for the smoke and regression cases; "
+                          "`opgate golden regen` writes them)");
+  }
   LoadedFolder f = load_folder(dir);
   if (!f.problems.empty()) {
     const std::string more =

@@ -110,5 +110,18 @@ check "verify counts the two" grep -q "golden: 6 case(s), 4 ok, 2 mismatched" "$
 verify_says "--cases names the case files" "$ID: case changed" --out "$G" --cases "$WORK/repo/cases/$OP/smoke.json"
 expect_error 2 "nowhere.json" golden verify --out "$G" --cases "$WORK/nowhere.json"
 
+# --- a case without a golden folder (a ci or nightly case) is a harness error naming the folder ---
+"$OPGATE" repro '{"id": "mfrg.nightly_not_golden.f16.001", "op": "moe_finalize_routing_v2_grad", "params": {"R": 2}}' \
+  --against golden --golden-root "$G" >"$WORK/repro.txt" 2>&1
+check "repro without a golden folder exits 1" test $? -eq 1
+check "repro says there is no golden folder" grep -q "^INVALID_CASE .*$OP/mfrg.nightly_not_golden.f16.001: no golden folder" "$WORK/repro.txt"
+rm -rf "$WORK/repo/cases"; mkdir -p "$WORK/repo/cases/$OP"
+python3 -c "
+import json; json.dump({'op': '$OP', 'cases': [{'id': 'mfrg.nightly_not_golden.f16.001', 'params': {'R': 2}}]},
+                       open('$WORK/repo/cases/$OP/nightly.json', 'w'))"
+expect_error 2 "case 'mfrg.nightly_not_golden.f16.001': .*no golden folder" \
+  run --root "$WORK/repo" --op "$OP" --tier nightly --against golden --golden-root "$G" --out "$WORK/r_nightly"
+check "no report folder when a case has no golden folder" test ! -e "$WORK/r_nightly"
+
 echo "golden cli: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]
