@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -57,6 +58,20 @@ std::string first_difference(const Tensor& a, const Tensor& b, const Tensor& car
     if (a.bits(i) != b.bits(i)) {
       return fmt::format("index {}: {:.9g} vs {:.9g}", shape_to_string(a.unravel(i)), a.get(i), b.get(i));
     }
+  }
+  return "";
+}
+
+// "<name> (<why>)" for the first tensor where golden and recomputed values differ; "" if none.
+std::string first_disagreement(const TensorMap& golden, const TensorMap& fresh) {
+  std::set<std::string> names;
+  for (const auto& kv : golden) names.insert(kv.first);
+  for (const auto& kv : fresh) names.insert(kv.first);
+  for (const auto& name : names) {
+    const auto g = golden.find(name), f = fresh.find(name);
+    const std::string why =
+        golden_values_differ(g == golden.end() ? Tensor() : g->second, f == fresh.end() ? Tensor() : f->second);
+    if (!why.empty()) return fmt::format("{} ({})", name, why);
   }
   return "";
 }
@@ -137,18 +152,32 @@ CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt) {
   RefOutputs ref = problem.reference(inputs);
   TensorMap packed = problem.pack(inputs);
   if (opt.against_golden) {
+    // read_golden has checked every digest, so corrupted files never reach the comparison.
     auto golden = read_golden(golden_case_dir(opt.golden_root, c.op, c.id));
     if (!golden) return finish(r, Verdict::kInvalidCase, golden.status().message(), t0);
-    for (auto& [name, tensor] : golden->inputs) {
-      auto mine = packed.find(name);
-      if (mine == packed.end() || !mine->second.bytes_equal(tensor)) {
+    for (const auto& [name, tensor] : packed) {
+      auto stored = golden->inputs.find(name);
+      if (stored == golden->inputs.end() || !stored->second.bytes_equal(tensor)) {
         return finish(r, Verdict::kInvalidCase,
-                      fmt::format("golden input '{}' differs from the regenerated one: the input generator "
-                                  "changed; run `opgate golden regen`",
+                      fmt::format("golden input '{}' differs from the regenerated one: the case or the input "
+                                  "generator changed (`opgate golden verify` says which); run `opgate golden regen`",
                                   name),
                       t0);
       }
     }
+    if (golden->inputs.size() != packed.size()) {
+      return finish(r, Verdict::kInvalidCase,
+                    "the golden files hold inputs the case no longer has; run `opgate golden regen`", t0);
+    }
+    // The reference is recomputed even here: the `bound` tolerance needs per-element magnitudes,
+    // which golden files do not store. So the golden values become the expected values and a
+    // cross-check: a reference that disagrees with them (changed since regen, or computing
+    // differently on this machine) makes every comparison of this case untrustworthy.
+    std::string disagree = first_disagreement(golden->expected, ref.expected);
+    if (const std::string care = first_disagreement(golden->care, ref.care); disagree.empty() && !care.empty()) {
+      disagree = "care mask of " + care;
+    }
+    if (!disagree.empty()) return finish(r, Verdict::kFailed, "golden and reference disagree: " + disagree, t0);
     ref.expected = golden->expected;
     ref.care = golden->care;
   }

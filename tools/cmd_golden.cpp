@@ -12,6 +12,34 @@
 #include "tools/commands.h"
 
 namespace opgate::cli {
+namespace {
+
+// The cases golden folders are made from: the smoke and regression tiers, or the given files.
+Expected<std::vector<Case>> golden_cases(const std::string& root, const Selection& sel) {
+  if (!sel.files.empty()) return select_cases(root, sel);
+  std::vector<std::string> ops = sel.ops;
+  if (ops.empty()) {
+    for (const auto& op : all_ops()) ops.push_back(op.stem);
+  }
+  std::vector<Case> cases;
+  for (const auto& op : ops) {
+    for (const std::string tier : {"smoke", "regression"}) {
+      Selection one = sel;
+      one.ops = {op};
+      one.tiers = {tier};
+      auto more = select_cases(root, one);
+      if (!more) {
+        // A missing tier file is fine here: not every operator has regression cases yet.
+        if (more.status().message().find("no such case file") != std::string::npos) continue;
+        return more.status();
+      }
+      cases.insert(cases.end(), more->begin(), more->end());
+    }
+  }
+  return cases;
+}
+
+}  // namespace
 
 void add_golden(CLI::App& app, int& exit_code) {
   auto* golden = app.add_subcommand("golden", "Regenerate or verify golden files");
@@ -30,23 +58,13 @@ void add_golden(CLI::App& app, int& exit_code) {
   regen->add_option("--root", o->root, "Repository root holding cases/");
   regen->callback([o, &exit_code] {
     const std::string root = repo_root(o->root);
-    if (o->sel.files.empty()) o->sel.tiers = {"smoke", "regression"};
-    // A missing tier file is fine here: not every operator has regression cases yet.
-    Selection sel = o->sel;
-    std::vector<Case> cases;
-    for (const auto& tier : sel.tiers.empty() ? std::vector<std::string>{""} : sel.tiers) {
-      Selection one = sel;
-      if (!tier.empty()) one.tiers = {tier};
-      auto more = select_cases(root, one);
-      if (!more) {
-        if (more.status().message().find("no such case file") != std::string::npos) continue;
-        exit_code = fail(more.status());
-        return;
-      }
-      cases.insert(cases.end(), more->begin(), more->end());
+    auto cases = golden_cases(root, o->sel);
+    if (!cases) {
+      exit_code = fail(cases.status());
+      return;
     }
     const std::string out = o->out.empty() ? root + "/golden" : o->out;
-    for (const auto& c : cases) {
+    for (const auto& c : *cases) {
       if (c.expect != 0) continue;  // rejected calls have no outputs to freeze
       Status st = regenerate_golden(out, c, OPGATE_HARNESS_VERSION);
       if (!st.is_ok()) {
@@ -60,9 +78,17 @@ void add_golden(CLI::App& app, int& exit_code) {
   auto* verify = golden->add_subcommand("verify", "Recompute every golden case and diagnose differences");
   verify->add_option("--op", o->sel.ops, "Operator(s) (default: all)");
   verify->add_option("--out", o->out, "Golden root (default <root>/golden)");
-  verify->add_option("--root", o->root, "Repository root");
+  verify->add_option("--cases", o->sel.files,
+                     "Case file(s) the folders were made from (default: smoke and regression)");
+  verify->add_option("--root", o->root, "Repository root holding cases/ and golden/");
   verify->callback([o, &exit_code] {
     const std::string root = o->out.empty() ? repo_root(o->root) + "/golden" : o->out;
+    // Each folder is checked against the case of its id in these (DESIGN: golden = smoke + regression).
+    auto current = golden_cases(repo_root(o->root), o->sel);
+    if (!current) {
+      exit_code = fail(current.status());
+      return;
+    }
     std::vector<std::string> dirs;
     if (o->sel.ops.empty()) {
       dirs = list_golden_dirs(root);
@@ -83,13 +109,15 @@ void add_golden(CLI::App& app, int& exit_code) {
     }
     int bad = 0;
     for (const auto& dir : dirs) {
-      GoldenCheck g = verify_golden(dir);
+      GoldenCheck g = verify_golden(dir, *current);
       if (g.ok) {
         fmt::print("ok       {}\n", dir);
         continue;
       }
       ++bad;
-      fmt::print("MISMATCH {}: {}\n", dir, g.cause);
+      std::string also;
+      for (size_t i = 1; i < g.causes.size(); ++i) also += (i == 1 ? " (also: " : ", ") + g.causes[i];
+      fmt::print("MISMATCH {}: {}{}\n", dir, g.cause, also.empty() ? "" : also + ")");
       for (const auto& d : g.details) fmt::print("    {}\n", d);
     }
     fmt::print("golden: {} case(s), {} ok, {} mismatched\n", dirs.size(), dirs.size() - static_cast<size_t>(bad), bad);

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Golden folders end to end: a corrupted file stops `run --against golden` before it blames the
+# device; verify notices changed or removed cases and a manifest that disagrees with its folder; a
+# run against golden cross-checks the recomputed reference.
+# Usage: golden_test.sh <opgate binary> <source dir> <scratch dir>
+set -uo pipefail
+OPGATE="$1"; SRC="$2"; WORK="$3"
+rm -rf "$WORK"; mkdir -p "$WORK"
+failures=0; passes=0
+check() {  # check <description> <command...>: the command must succeed
+  local what="$1"; shift
+  if "$@"; then passes=$((passes + 1)); else echo "FAIL: $what"; failures=$((failures + 1)); fi
+}
+# expect_error <exit code> <pattern> <opgate args...>: exact exit code, one stderr line matching.
+expect_error() {
+  local code="$1" pattern="$2"; shift 2
+  "$OPGATE" "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local got=$?
+  local lines; lines=$(wc -l <"$WORK/err.txt")
+  if [ "$got" -ne "$code" ] || [ "$lines" -ne 1 ] || ! grep -qE -- "$pattern" "$WORK/err.txt"; then
+    echo "FAIL: opgate $* -> exit $got (want $code), stderr ($lines lines):"; cat "$WORK/err.txt"
+    failures=$((failures + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+# verify_says <description> <pattern> <verify args...>: exit 1 and a stdout line matching.
+verify_says() {
+  local what="$1" pattern="$2"; shift 2
+  "$OPGATE" golden verify "$@" >"$WORK/verify.txt" 2>&1; local got=$?
+  if [ "$got" -ne 1 ] || ! grep -qE -- "$pattern" "$WORK/verify.txt"; then
+    echo "FAIL: $what: exit $got (want 1), output:"; cat "$WORK/verify.txt"; failures=$((failures + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+OP=moe_finalize_routing_v2_grad
+SMOKE="$SRC/cases/$OP/smoke.json"
+ID=mfrg.scales_dropless.f16.001
+CLEAN="$WORK/golden_clean"; G="$WORK/golden"
+fresh() { rm -rf "$G"; cp -r "$CLEAN" "$G"; }
+# edit_manifest <python statement on m>: edits manifest.json of $ID in $G.
+edit_manifest() {
+  python3 - "$G/$OP/$ID/manifest.json" "$1" <<'P'
+import json, sys
+p = sys.argv[1]; m = json.load(open(p)); exec(sys.argv[2]); json.dump(m, open(p, "w"))
+P
+}
+
+"$OPGATE" golden regen --cases "$SMOKE" --out "$CLEAN" >/dev/null 2>&1
+check "golden regen exits 0" test $? -eq 0
+"$OPGATE" golden verify --out "$CLEAN" --cases "$SMOKE" >/dev/null 2>&1
+check "fresh golden verifies against its case file" test $? -eq 0
+
+# --- a corrupted expected file: a harness error before anything runs, not a device failure ---
+fresh
+python3 -c "
+p = '$G/$OP/$ID/expected/gradScalesOut.npy'; b = bytearray(open(p, 'rb').read()); b[-1] ^= 0x40; open(p, 'wb').write(b)"
+expect_error 2 "$ID/expected/gradScalesOut.npy: sha256 differs from manifest.json" \
+  run --cases "$SMOKE" --filter "$ID" --against golden --golden-root "$G" --out "$WORK/r_corrupt"
+check "no report folder after a corrupted golden file" test ! -e "$WORK/r_corrupt"
+verify_says "verify names the corrupted file" "$ID: file corrupted" --out "$G" --cases "$SMOKE"
+
+# --- golden and reference disagree: the run cross-checks them (digest made consistent) ---
+fresh
+python3 - "$G/$OP/$ID" <<'P'
+import hashlib, json, struct, sys
+d = sys.argv[1]; p = d + "/expected/gradScalesOut.npy"; b = bytearray(open(p, "rb").read())
+struct.pack_into("<d", b, len(b) - 8, struct.unpack_from("<d", b, len(b) - 8)[0] + 0.5)
+open(p, "wb").write(b)
+m = json.load(open(d + "/manifest.json"))
+m["tensors"]["expected/gradScalesOut.npy"]["sha256"] = hashlib.sha256(b).hexdigest()
+json.dump(m, open(d + "/manifest.json", "w"))
+P
+"$OPGATE" run --cases "$SMOKE" --filter "$ID" --against golden --golden-root "$G" --out "$WORK/r_disagree" -q >"$WORK/run.txt" 2>&1
+check "a disagreeing golden fails the run" test $? -eq 1
+check "the run says golden and reference disagree" grep -q "FAILED .*$ID .*golden and reference disagree: gradScalesOut" "$WORK/run.txt"
+verify_says "verify says reference changed" "$ID: reference changed" --out "$G" --cases "$SMOKE"
+
+# --- the manifest must belong to its folder ---
+fresh; edit_manifest "m['case_id'] = 'zzz'"
+verify_says "verify checks case_id" "$ID: file corrupted" --out "$G" --cases "$SMOKE"
+check "verify names the case_id field" grep -q "manifest.json: field 'case_id': \"zzz\"" "$WORK/verify.txt"
+expect_error 2 "$ID/manifest.json: field 'case_id'" run --cases "$SMOKE" --filter "$ID" --against golden --golden-root "$G" --out "$WORK/r_id"
+fresh; edit_manifest "m['op'] = 'MoeFfn'"
+verify_says "verify checks op" "manifest.json: field 'op'" --out "$G" --cases "$SMOKE"
+fresh; edit_manifest "m['format'] = 2"
+verify_says "verify checks format" "manifest.json: field 'format': 2" --out "$G" --cases "$SMOKE"
+fresh; edit_manifest "m['tensors'] = {}"
+verify_says "a manifest listing no tensors is corrupted" "$ID: file corrupted$" --out "$G" --cases "$SMOKE"
+fresh; edit_manifest "m['reference_version'] = 99"
+verify_says "another reference_version is a reference change" "$ID: reference changed" --out "$G" --cases "$SMOKE"
+check "verify names both versions" grep -q "reference_version 99, the current reference is version" "$WORK/verify.txt"
+
+# --- the case files must still hold each golden case, unchanged ---
+fresh
+mkdir -p "$WORK/repo/cases/$OP"
+python3 - "$SMOKE" "$WORK/repo/cases/$OP/smoke.json" <<'P'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["cases"] = [c for c in d["cases"] if c["id"] != "mfrg.copy_no_scales.f32.001"]
+for c in d["cases"]:
+    if c["id"] == "mfrg.scales_dropless.f16.001":
+        c["params"]["H"] = 64
+json.dump(d, open(sys.argv[2], "w"))
+P
+verify_says "verify notices an edited case" "$ID: case changed$" --out "$G" --root "$WORK/repo"
+check "verify names the changed field" grep -q "params.H: golden 32, case file 64" "$WORK/verify.txt"
+check "verify notices a removed case" grep -q "mfrg.copy_no_scales.f32.001: case removed" "$WORK/verify.txt"
+check "verify counts the two" grep -q "golden: 6 case(s), 4 ok, 2 mismatched" "$WORK/verify.txt"
+verify_says "--cases names the case files" "$ID: case changed" --out "$G" --cases "$WORK/repo/cases/$OP/smoke.json"
+expect_error 2 "nowhere.json" golden verify --out "$G" --cases "$WORK/nowhere.json"
+
+# --- a case without a golden folder (a ci or nightly case) is a harness error naming the folder ---
+"$OPGATE" repro '{"id": "mfrg.nightly_not_golden.f16.001", "op": "moe_finalize_routing_v2_grad", "params": {"R": 2}}' \
+  --against golden --golden-root "$G" >"$WORK/repro.txt" 2>&1
+check "repro without a golden folder exits 1" test $? -eq 1
+check "repro says there is no golden folder" grep -q "^INVALID_CASE .*$OP/mfrg.nightly_not_golden.f16.001: no golden folder" "$WORK/repro.txt"
+rm -rf "$WORK/repo/cases"; mkdir -p "$WORK/repo/cases/$OP"
+python3 -c "
+import json; json.dump({'op': '$OP', 'cases': [{'id': 'mfrg.nightly_not_golden.f16.001', 'params': {'R': 2}}]},
+                       open('$WORK/repo/cases/$OP/nightly.json', 'w'))"
+expect_error 2 "case 'mfrg.nightly_not_golden.f16.001': .*no golden folder" \
+  run --root "$WORK/repo" --op "$OP" --tier nightly --against golden --golden-root "$G" --out "$WORK/r_nightly"
+check "no report folder when a case has no golden folder" test ! -e "$WORK/r_nightly"
+
+echo "golden cli: $passes passed, $failures failed"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,206 @@
+// Golden folders made from a real smoke case, then damaged one way at a time: read_golden refuses
+// files that differ from their digest, verify_golden names each cause, and a run against golden
+// cross-checks the recomputed reference.
+#include "core/golden.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+
+#include "core/backend.h"
+#include "core/npy.h"
+#include "core/runner.h"
+
+namespace opgate {
+namespace {
+
+const char kOp[] = "moe_finalize_routing_v2_grad";
+const char kId[] = "mfrg.scales_dropless.f16.001";
+
+std::string sha256_hex(const std::string& bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
+
+bool mentions(const std::vector<std::string>& lines, const std::string& text) {
+  for (const auto& l : lines) {
+    if (l.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+class Golden : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/opgate_golden_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    auto cases = load_case_file(std::string(OPGATE_SOURCE_DIR) + "/cases/" + kOp + "/smoke.json");
+    ASSERT_TRUE(cases) << cases.status().message();
+    cases_ = *cases;
+    for (const auto& c : cases_) {
+      if (c.id == kId) case_ = c;
+    }
+    ASSERT_EQ(case_.id, kId);
+    ASSERT_TRUE(regenerate_golden(root_, case_, "test").is_ok());
+    dir_ = golden_case_dir(root_, kOp, kId);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  nlohmann::json manifest() const { return nlohmann::json::parse(read_file(dir_ + "/manifest.json").value()); }
+  void write_manifest(const nlohmann::json& m) const { std::ofstream(dir_ + "/manifest.json") << m.dump(); }
+  // Rewrites expected/gradScalesOut.npy with its last element changed by `delta`; with
+  // `fix_digest` the manifest is updated too, so only recomputation can tell.
+  void change_expected(double delta, bool fix_digest) const {
+    const std::string rel = "expected/gradScalesOut.npy";
+    Tensor t = read_npy(dir_ + "/" + rel).value();
+    t.set(t.numel() - 1, t.get(t.numel() - 1) + delta);
+    ASSERT_TRUE(write_npy(dir_ + "/" + rel, t).is_ok());
+    if (!fix_digest) return;
+    nlohmann::json m = manifest();
+    m["tensors"][rel]["sha256"] = sha256_hex(read_file(dir_ + "/" + rel).value());
+    write_manifest(m);
+  }
+
+  std::string root_, dir_;
+  std::vector<Case> cases_;
+  Case case_;
+};
+
+TEST_F(Golden, a_fresh_folder_reads_and_verifies) {
+  auto g = read_golden(dir_);
+  ASSERT_TRUE(g) << g.status().message();
+  EXPECT_TRUE(g->expected.count("gradScalesOut"));
+  EXPECT_TRUE(g->care.count("gradScalesOut"));
+  EXPECT_TRUE(g->inputs.count("gradY"));
+  const GoldenCheck check = verify_golden(dir_, cases_);
+  EXPECT_TRUE(check.ok) << check.cause;
+}
+
+TEST_F(Golden, read_golden_refuses_a_file_that_differs_from_its_digest) {
+  change_expected(0.5, false);
+  auto g = read_golden(dir_);
+  ASSERT_FALSE(g);
+  EXPECT_NE(g.status().message().find(dir_ + "/expected/gradScalesOut.npy: sha256 differs"), std::string::npos)
+      << g.status().message();
+  const GoldenCheck check = verify_golden(dir_, cases_);
+  EXPECT_EQ(check.cause, "file corrupted");
+}
+
+TEST_F(Golden, consistent_but_wrong_values_are_a_reference_change) {
+  change_expected(0.5, true);
+  EXPECT_TRUE(read_golden(dir_));
+  const GoldenCheck check = verify_golden(dir_, cases_);
+  EXPECT_EQ(check.cause, "reference changed");
+  EXPECT_TRUE(mentions(check.details, "expected/gradScalesOut.npy: recomputed values differ: 1 of 12"))
+      << check.details[0];
+}
+
+TEST_F(Golden, an_edited_case_is_a_case_change_naming_the_field) {
+  for (auto& c : cases_) {
+    if (c.id == kId) c.params["H"] = 64;
+  }
+  const GoldenCheck check = verify_golden(dir_, cases_);
+  EXPECT_EQ(check.cause, "case changed");
+  EXPECT_TRUE(mentions(check.details, "params.H: golden 32, case file 64"));
+  EXPECT_EQ(check.causes.size(), 1u);  // the golden files still match their own case.json
+}
+
+TEST_F(Golden, a_case_no_case_file_holds_is_removed) {
+  std::vector<Case> others;
+  for (const auto& c : cases_) {
+    if (c.id != kId) others.push_back(c);
+  }
+  const GoldenCheck check = verify_golden(dir_, others);
+  EXPECT_EQ(check.cause, "case removed");
+}
+
+TEST_F(Golden, the_manifest_must_belong_to_its_folder) {
+  const std::vector<std::pair<std::string, nlohmann::json>> edits{
+      {"case_id", "zzz"}, {"op", "MoeFfn"}, {"format", 2}, {"reference_version", "1"}};
+  const nlohmann::json clean = manifest();
+  for (const auto& [field, value] : edits) {
+    nlohmann::json m = clean;
+    m[field] = value;
+    write_manifest(m);
+    const GoldenCheck check = verify_golden(dir_, cases_);
+    EXPECT_EQ(check.cause, "file corrupted") << field;
+    EXPECT_TRUE(mentions(check.details, fmt::format("manifest.json: field '{}'", field))) << field;
+    auto g = read_golden(dir_);
+    ASSERT_FALSE(g) << field;
+    EXPECT_NE(g.status().message().find(fmt::format("field '{}'", field)), std::string::npos) << field;
+  }
+}
+
+TEST_F(Golden, another_reference_version_is_a_reference_change) {
+  nlohmann::json m = manifest();
+  m["reference_version"] = 99;
+  write_manifest(m);
+  const GoldenCheck check = verify_golden(dir_, cases_);
+  EXPECT_EQ(check.cause, "reference changed");
+  EXPECT_TRUE(mentions(check.details, "reference_version 99, the current reference is version"));
+}
+
+TEST_F(Golden, a_manifest_listing_no_tensors_is_corrupted) {
+  nlohmann::json m = manifest();
+  m["tensors"] = nlohmann::json::object();
+  write_manifest(m);
+  const GoldenCheck check = verify_golden(dir_, cases_);
+  EXPECT_EQ(check.cause, "file corrupted");
+  EXPECT_TRUE(mentions(check.details, "lists no inputs/<name>.npy"));
+  EXPECT_TRUE(mentions(check.details, "inputs/gradY.npy: not listed in manifest.json"));
+  EXPECT_FALSE(read_golden(dir_));
+}
+
+TEST_F(Golden, manifest_paths_stay_inside_the_folder) {
+  nlohmann::json m = manifest();
+  m["tensors"]["inputs/../../../etc/passwd.npy"] = {{"sha256", "0"}};
+  write_manifest(m);
+  EXPECT_EQ(verify_golden(dir_, cases_).cause, "file corrupted");
+  EXPECT_FALSE(read_golden(dir_));
+}
+
+TEST(GoldenValues, agree_up_to_a_few_double_ulps) {
+  // 2 and the next double above it differ by one ulp (2^-51): libm noise, not a change.
+  const Tensor a = Tensor::from_values(DType::kF64, {2}, {1.0, 2.0});
+  const Tensor b = Tensor::from_values(DType::kF64, {2}, {1.0, 2.0 + 0x1p-51});
+  const Tensor c = Tensor::from_values(DType::kF64, {2}, {1.0, 2.5});
+  EXPECT_EQ(golden_values_differ(a, b), "");
+  EXPECT_EQ(golden_values_differ(a, c), "1 of 2 elements differ, first at index [1]: golden 2, reference 2.5");
+  EXPECT_EQ(golden_values_differ(a, Tensor::from_values(DType::kF64, {1}, {1.0})), "shape [2] vs [1]");
+}
+
+TEST_F(Golden, a_run_against_golden_cross_checks_the_reference) {
+  auto emu = make_backend("emu");
+  ASSERT_TRUE(emu);
+  RunOptions opt;
+  opt.against_golden = true;
+  opt.golden_root = root_;
+  EXPECT_EQ(run_case(case_, **emu, opt).verdict, Verdict::kPassed);
+  change_expected(0.5, true);
+  const CaseResult r = run_case(case_, **emu, opt);
+  EXPECT_EQ(r.verdict, Verdict::kFailed);
+  EXPECT_EQ(r.reason.rfind("golden and reference disagree: gradScalesOut (1 of 12 elements differ", 0), 0u) << r.reason;
+}
+
+TEST_F(Golden, a_run_against_a_corrupted_golden_is_no_device_verdict) {
+  auto emu = make_backend("emu");
+  ASSERT_TRUE(emu);
+  RunOptions opt;
+  opt.against_golden = true;
+  opt.golden_root = root_;
+  change_expected(0.5, false);
+  const CaseResult r = run_case(case_, **emu, opt);
+  EXPECT_EQ(r.verdict, Verdict::kInvalidCase);
+  EXPECT_NE(r.reason.find("gradScalesOut.npy: sha256 differs"), std::string::npos) << r.reason;
+}
+
+}  // namespace
+}  // namespace opgate
