@@ -130,11 +130,6 @@ int run_cases(RunFlags& f) {
   if (!cases) return fail(cases.status());
   // Nothing to run is a mistake (a typo in --filter, an emptied file), unless other shards have it.
   if (f.generate == 0 && counts.matched == 0) return fail(parse_error(no_cases_text(f.sel, counts)));
-  if (cases->empty()) {
-    const auto shard = selected_shard(f.sel);  // already parsed by select_cases
-    fmt::print("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
-               "report\n", shard->first, shard->second, counts.matched);
-  }
   // Broken case files and golden folders stop the run before anything is written.
   for (const Case& c : *cases) {
     auto problem = make_problem(c);
@@ -171,6 +166,11 @@ int run_cases(RunFlags& f) {
   if (!f.sel.shard.empty()) info["shard"] = f.sel.shard;
   auto writer = ReportWriter::open(out, info, f.resume);
   if (!writer) return fail(writer.status());
+  if (cases->empty()) {
+    const auto shard = selected_shard(f.sel);  // already parsed by select_cases
+    fmt::print("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
+               "report\n", shard->first, shard->second, counts.matched);
+  }
   size_t n = 0;
   for (const Case& c : *cases) {
     ++n;
