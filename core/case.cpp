@@ -1,6 +1,8 @@
 // Strict case-file loading: every error names the file, the case and the key.
 #include "core/case.h"
 
+#include <unordered_map>
+
 #include <fmt/format.h>
 
 #include "core/npy.h"
@@ -29,7 +31,63 @@ Status check_keys(const nlohmann::json& j, const char* const (&allowed)[N], cons
   return Status::ok();
 }
 
+constexpr size_t kMaxIdLength = 200;  // failed/<id>.json must stay under NAME_MAX (255)
+
+bool id_char(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+         ch == '-' || ch == '.';
+}
+
+// A params error about a key the case took from the file's defaults points at defaults.<key>:
+// that is where the user has to look, and the case itself never named it.
+Status name_default_key(const Status& st, const Case& c) {
+  static const std::string kTag = "field 'params.";
+  const std::string& msg = st.message();
+  const size_t at = msg.find(kTag);
+  if (at == std::string::npos) return st;
+  const size_t begin = at + kTag.size();
+  const size_t end = msg.find_first_of("'.[", begin);
+  if (end == std::string::npos) return st;
+  const std::string key = msg.substr(begin, end - begin);
+  bool from_defaults = false;
+  for (const auto& k : c.default_keys) from_defaults = from_defaults || k == key;
+  if (!from_defaults) return st;
+  std::string renamed = msg;
+  renamed.replace(at, kTag.size(), "field 'defaults.");
+  return Status(st.code(), renamed, st.aclnn_code());
+}
+
 }  // namespace
+
+Status check_case_id(const std::string& id) {
+  std::string why;
+  if (id.empty()) {
+    why = "empty";
+  } else if (id.size() > kMaxIdLength) {
+    why = fmt::format("longer than {} characters", kMaxIdLength);
+  } else if (id.find("..") != std::string::npos) {
+    why = "contains \"..\"";
+  } else if (id[0] == '.' || id[0] == '-') {
+    why = fmt::format("starts with '{}'", id[0]);
+  } else {
+    for (char ch : id) {
+      if (id_char(ch)) continue;
+      why = ch > ' ' && ch < 0x7f ? fmt::format("contains '{}'", ch)
+                                  : fmt::format("contains byte 0x{:02x}", static_cast<unsigned char>(ch));
+      break;
+    }
+  }
+  if (why.empty()) return Status::ok();
+  return parse_error(fmt::format(
+      "{}; ids name files, so they are <short op>.<scenario>.<dtype>[.<n>] of letters, digits, '_', '-' and '.'",
+      why));
+}
+
+std::string case_where(const Case& c) {
+  if (c.source.empty()) return fmt::format("case '{}'", c.id);
+  if (c.index < 0) return fmt::format("{}: case '{}'", c.source, c.id);
+  return fmt::format("{}: cases[{}]: case '{}'", c.source, c.index, c.id);
+}
 
 const char* fill_mode_name(FillMode m) {
   switch (m) {
@@ -56,6 +114,7 @@ Expected<Case> parse_case(const nlohmann::json& j, const std::string& origin, co
   }
   c.id = j["id"].get<std::string>();
   const std::string where = fmt::format("{}: case '{}'", origin, c.id);
+  if (Status st = check_case_id(c.id); !st.is_ok()) return st.with_context(where + ": field 'id'");
   OPGATE_TRY(check_keys(j, kCaseKeys, where));
   c.op = file_op;
   if (j.contains("op")) {
@@ -72,6 +131,11 @@ Expected<Case> parse_case(const nlohmann::json& j, const std::string& origin, co
   if (j.contains("params")) {
     if (!j["params"].is_object()) return parse_error(where + ": field 'params': not an object");
     for (auto it = j["params"].begin(); it != j["params"].end(); ++it) c.params[it.key()] = it.value();
+  }
+  if (defaults.is_object()) {
+    for (auto it = defaults.begin(); it != defaults.end(); ++it) {
+      if (!j.contains("params") || !j["params"].contains(it.key())) c.default_keys.push_back(it.key());
+    }
   }
   if (j.contains("tensors")) {
     if (!j["tensors"].is_object()) return parse_error(where + ": field 'tensors': not an object");
@@ -150,19 +214,20 @@ Expected<std::vector<Case>> parse_cases_text(const std::string& text, const std:
   std::string tier = origin;
   if (auto slash = tier.find_last_of('/'); slash != std::string::npos) tier = tier.substr(slash + 1);
   if (auto dot = tier.find('.'); dot != std::string::npos) tier = tier.substr(0, dot);
-  size_t n = 0;
-  for (const auto& cj : doc["cases"]) {
-    OPGATE_ASSIGN_OR_RETURN(Case c, parse_case(cj, fmt::format("{}: cases[{}]", origin, n), file_op, defaults));
+  const auto& list = doc["cases"];
+  std::unordered_map<std::string, size_t> first_at;  // id -> index, for duplicates
+  for (size_t n = 0; n < list.size(); ++n) {
+    OPGATE_ASSIGN_OR_RETURN(Case c, parse_case(list[n], fmt::format("{}: cases[{}]", origin, n), file_op, defaults));
     c.source = origin;
+    c.index = static_cast<int>(n);
     c.tier = tier;
-    for (const auto& prev : out) {
-      if (prev.id == c.id) return parse_error(fmt::format("{}: duplicate case id '{}'", origin, c.id));
+    if (auto [it, fresh] = first_at.emplace(c.id, n); !fresh) {
+      return parse_error(fmt::format("{}: duplicate case id (also cases[{}])", case_where(c), it->second));
     }
     if (tier == "regression" && c.issue.empty()) {
-      return parse_error(fmt::format("{}: case '{}': field 'issue': mandatory in regression files", origin, c.id));
+      return parse_error(case_where(c) + ": field 'issue': mandatory in regression files");
     }
     out.push_back(std::move(c));
-    ++n;
   }
   return out;
 }
@@ -186,13 +251,11 @@ nlohmann::json case_to_json(const Case& c) {
 Expected<std::unique_ptr<Problem>> make_problem(const Case& c) {
   const OpInfo* info = find_op(c.op);
   if (info == nullptr) {
-    return parse_error(fmt::format("case '{}': unknown operator '{}' (known: {})", c.id, c.op, known_ops_text()));
+    return parse_error(
+        fmt::format("{}: field 'op': unknown operator '{}' (known: {})", case_where(c), c.op, known_ops_text()));
   }
   auto p = info->parse(c.params, c.tensors);
-  if (!p) {
-    return p.status().with_context(
-        c.source.empty() ? fmt::format("case '{}'", c.id) : fmt::format("{}: case '{}'", c.source, c.id));
-  }
+  if (!p) return name_default_key(p.status(), c).with_context(case_where(c));
   return p;
 }
 

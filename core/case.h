@@ -26,9 +26,17 @@ struct Case {
   std::string issue;         // mandatory in regression.json
   std::string note;
   std::string source;        // file it came from ("" for generated or inline cases)
+  int index = -1;            // position in the file's "cases" array (-1: a single case object)
+  // Params keys the case took from the file's "defaults"; errors name them defaults.<key>.
+  std::vector<std::string> default_keys;
   std::string tier;          // file stem: smoke, ci, nightly, regression, invalid, ...
 };
 
+// Ids become file and folder names (failed/<id>.json, golden/<op>/<id>/), so they are checked at
+// load: letters, digits, '_', '-' and '.', not starting with '.' or '-', no "..", at most 200 chars.
+Status check_case_id(const std::string& id);
+// "<file>: cases[<i>]: case '<id>'", the prefix of every error about a loaded case.
+std::string case_where(const Case& c);
 // Loads a whole case file; the op of every case must be known.
 Expected<std::vector<Case>> load_case_file(const std::string& path);
 // Parses one case object (as in a case file, or a failed/<id>.json), strictly.

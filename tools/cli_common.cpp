@@ -3,12 +3,14 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <regex>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -33,18 +35,54 @@ bool exists(const std::string& p) {
   return stat(p.c_str(), &st) == 0;
 }
 
+// Digits only: std::stoi alone would take "4abc", " 4" and "+4".
+std::optional<int> parse_count(const std::string& text) {
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+  }
+  return std::stoi(text);
+}
+
+std::optional<std::pair<int, int>> shard_of(const std::string& index, const std::string& total) {
+  const auto i = parse_count(index), n = parse_count(total);
+  if (!i || !n || *n == 0 || *i >= *n) return std::nullopt;
+  return std::make_pair(*i, *n);
+}
+
 Expected<std::pair<int, int>> parse_shard(const std::string& text) {
   const auto slash = text.find('/');
-  try {
-    if (slash == std::string::npos) throw std::invalid_argument("no slash");
-    size_t used = 0;
-    const int i = std::stoi(text.substr(0, slash), &used);
-    const int n = std::stoi(text.substr(slash + 1));
-    if (used != slash || n <= 0 || i < 0 || i >= n) throw std::invalid_argument("range");
-    return std::make_pair(i, n);
-  } catch (const std::exception&) {
-    return parse_error(fmt::format("--shard '{}': expected i/N with 0 <= i < N", text));
+  auto shard = slash == std::string::npos ? std::nullopt : shard_of(text.substr(0, slash), text.substr(slash + 1));
+  if (!shard) return parse_error(fmt::format("--shard '{}': expected i/N with 0 <= i < N", text));
+  return *shard;
+}
+
+// An environment variable, or nullptr when unset or empty.
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+std::vector<std::string> unique(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const auto& n : names) {
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
   }
+  return out;
+}
+
+// Case files named twice (also as ./x.json and x.json) are read once.
+std::vector<std::string> unique_files(const std::vector<std::string>& files) {
+  std::vector<std::string> out, seen;
+  for (const auto& f : files) {
+    std::error_code ec;
+    std::string key = std::filesystem::weakly_canonical(f, ec).string();
+    if (ec) key = f;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    out.push_back(f);
+  }
+  return out;
 }
 
 }  // namespace
@@ -59,20 +97,35 @@ bool in_shard(const std::string& id, int index, int total) {
   return total <= 1 || static_cast<int>(fnv1a64(id) % static_cast<uint64_t>(total)) == index;
 }
 
+Expected<const OpInfo*> resolve_op(const std::string& name) {
+  const OpInfo* op = find_op(name);
+  if (op == nullptr) return parse_error(fmt::format("--op '{}': unknown operator (known: {})", name, known_ops_text()));
+  return op;
+}
+
 Expected<std::pair<int, int>> selected_shard(const Selection& s) {
   if (!s.shard.empty()) return parse_shard(s.shard);
-  if (const char* n = std::getenv("GTEST_TOTAL_SHARDS"); n != nullptr) {
-    const char* i = std::getenv("GTEST_SHARD_INDEX");
-    return parse_shard(fmt::format("{}/{}", i ? i : "", n));
+  // Errors name the variables: the user never typed a --shard.
+  const char* n = env("GTEST_TOTAL_SHARDS");
+  const char* i = env("GTEST_SHARD_INDEX");
+  if (n == nullptr && i == nullptr) return std::make_pair(0, 1);
+  if (n == nullptr || i == nullptr) {
+    const char* set = n ? "GTEST_TOTAL_SHARDS" : "GTEST_SHARD_INDEX";
+    const char* unset = n ? "GTEST_SHARD_INDEX" : "GTEST_TOTAL_SHARDS";
+    return parse_error(fmt::format("{}={} is set but {} is not: set both, or neither", set, n ? n : i, unset));
   }
-  return std::make_pair(0, 1);
+  auto shard = shard_of(i, n);
+  if (!shard) {
+    return parse_error(
+        fmt::format("GTEST_SHARD_INDEX={} GTEST_TOTAL_SHARDS={}: expected integers with 0 <= index < total", i, n));
+  }
+  return *shard;
 }
 
 Expected<BaselineScope> selection_scope(const Selection& s) {
   std::set<std::string> ops, tiers;
   for (const auto& name : s.ops) {
-    const OpInfo* op = find_op(name);
-    if (op == nullptr) return parse_error(fmt::format("--op '{}': unknown operator (known: {})", name, known_ops_text()));
+    OPGATE_ASSIGN_OR_RETURN(const OpInfo* op, resolve_op(name));
     ops.insert(op->stem);
   }
   for (const auto& file : s.files) tiers.insert(std::filesystem::path(file).stem().string());
@@ -85,42 +138,47 @@ Expected<BaselineScope> selection_scope(const Selection& s) {
   });
 }
 
-Expected<std::vector<Case>> select_cases(const std::string& root, const Selection& s) {
-  std::vector<std::string> files = s.files;
-  if (files.empty()) {
-    std::vector<const OpInfo*> ops;
-    for (const auto& name : s.ops) {
-      const OpInfo* op = find_op(name);
-      if (op == nullptr) {
-        return parse_error(fmt::format("--op '{}': unknown operator (known: {})", name, known_ops_text()));
-      }
-      ops.push_back(op);
+Expected<std::vector<Case>> select_cases(const std::string& root, const Selection& s, SelectionCounts* counts) {
+  SelectionCounts local;
+  SelectionCounts& k = counts != nullptr ? *counts : local;
+  k = SelectionCounts{};
+  std::vector<const OpInfo*> ops;  // each operator once, however it was named
+  for (const auto& name : s.ops) {
+    OPGATE_ASSIGN_OR_RETURN(const OpInfo* op, resolve_op(name));
+    if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+  }
+  k.files = unique_files(s.files);
+  if (s.files.empty()) {
+    std::vector<const OpInfo*> file_ops = ops;
+    if (file_ops.empty()) {
+      for (const auto& op : all_ops()) file_ops.push_back(&op);
     }
-    if (ops.empty()) {
-      for (const auto& op : all_ops()) ops.push_back(&op);
-    }
-    const std::vector<std::string> tiers = s.tiers.empty() ? std::vector<std::string>{"ci"} : s.tiers;
-    for (const OpInfo* op : ops) {
-      for (const auto& tier : tiers) {
+    for (const OpInfo* op : file_ops) {
+      for (const auto& tier : s.tiers.empty() ? std::vector<std::string>{"ci"} : unique(s.tiers)) {
         const std::string path = fmt::format("{}/cases/{}/{}.json", root, op->stem, tier);
         if (!exists(path)) {
           if (s.tiers.empty()) continue;  // an operator may lack the default tier
           return parse_error(fmt::format("{}: no such case file (tier '{}' of {})", path, tier, op->stem));
         }
-        files.push_back(path);
+        k.files.push_back(path);
       }
     }
   }
   OPGATE_ASSIGN_OR_RETURN(std::optional<std::regex> re, filter_regex(s));
   OPGATE_ASSIGN_OR_RETURN(auto shard, selected_shard(s));
   const auto [shard_i, shard_n] = shard;
+  std::unordered_map<std::string, std::string> first_at;  // id -> "<file>: cases[i]"
   std::vector<Case> out;
-  for (const auto& file : files) {
+  for (const auto& file : k.files) {
     OPGATE_ASSIGN_OR_RETURN(auto cases, load_case_file(file));
+    k.loaded += cases.size();
     for (auto& c : cases) {
-      if (!s.files.empty() && !s.ops.empty()) {
+      // Ids key reports, baselines and golden folders: one id, one case, across tiers too.
+      auto [first, fresh] = first_at.emplace(c.id, fmt::format("{}: cases[{}]", c.source, c.index));
+      if (!fresh) return parse_error(fmt::format("{}: duplicate case id (also {})", case_where(c), first->second));
+      if (!s.files.empty() && !ops.empty()) {
         bool wanted = false;
-        for (const auto& name : s.ops) wanted = wanted || (find_op(name) && find_op(name)->stem == c.op);
+        for (const OpInfo* op : ops) wanted = wanted || op->stem == c.op;
         if (!wanted) continue;
       }
       if (re) {
@@ -128,6 +186,7 @@ Expected<std::vector<Case>> select_cases(const std::string& root, const Selectio
         for (const auto& t : c.tags) hit = hit || std::regex_search(t, *re);
         if (!hit) continue;
       }
+      ++k.matched;
       if (!in_shard(c.id, shard_i, shard_n)) continue;
       out.push_back(std::move(c));
     }

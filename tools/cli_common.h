@@ -10,6 +10,7 @@
 
 #include "core/baseline.h"
 #include "core/case.h"
+#include "core/op_registry.h"
 #include "core/status.h"
 
 namespace opgate::cli {
@@ -28,13 +29,23 @@ struct Selection {
   std::string shard;               // "i/N"; GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS otherwise
 };
 
+// The operator an --op names (stem, aclnn name or short name); the error lists the known ones.
+Expected<const OpInfo*> resolve_op(const std::string& name);
 // The shard this process runs: --shard, else GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS, else 0/1.
 Expected<std::pair<int, int>> selected_shard(const Selection& s);
 // Which cases (by op, tier, id) the selection runs; a baseline case outside it is never "missing".
 // Cases matched through a tag only are out of scope (results do not keep tags).
 Expected<BaselineScope> selection_scope(const Selection& s);
-// Loads and filters the selected cases; errors name the file, case and field.
-Expected<std::vector<Case>> select_cases(const std::string& root, const Selection& s);
+// What a selection found, so that "nothing matched" and "another shard has it all" read apart.
+struct SelectionCounts {
+  std::vector<std::string> files;  // case files read
+  size_t loaded = 0;               // cases in them
+  size_t matched = 0;              // of those, matching --op and --filter (before sharding)
+};
+// Loads and filters the selected cases; errors name the file, case and field. A case id may occur
+// once in the whole selection (ids name report and golden files).
+Expected<std::vector<Case>> select_cases(const std::string& root, const Selection& s,
+                                         SelectionCounts* counts = nullptr);
 // Whether a case id belongs to shard i of n (stable hash of the id).
 bool in_shard(const std::string& id, int index, int total);
 

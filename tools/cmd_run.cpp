@@ -2,6 +2,8 @@
 // (one case with maximal detail).
 #include <sys/stat.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
 
 #include <fmt/format.h>
@@ -28,6 +30,16 @@ struct RunFlags {
   BaselineFlags baseline;
 };
 
+// CLI::PositiveNumber would print its upper bound, DBL_MAX, in all its 309 digits.
+std::string positive_seconds(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v <= 0) {
+    return fmt::format("expected a positive number of seconds, got '{}'", text);
+  }
+  return "";
+}
+
 void add_common(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--backend", f.backend, "emu (default), fault:<defect>, or ascend");
   cmd->add_option("--repeat", f.repeat, "Device runs per case; >1 requires bit-identical outputs")->check(CLI::Range(1, 1000));
@@ -35,7 +47,8 @@ void add_common(CLI::App* cmd, RunFlags& f) {
       ->check(CLI::IsMember({"reference", "golden"}));
   cmd->add_option("--golden-root", f.golden_root, "Golden folder (default <root>/golden)");
   cmd->add_option("--root", f.root, "Repository root holding cases/ and golden/");
-  cmd->add_option("--timeout", f.timeout_s, "Per-case timeout in seconds (isolated runs)")->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", f.timeout_s, "Per-case timeout in seconds (isolated runs)")
+      ->check(CLI::Validator(positive_seconds, "SECONDS"));
 }
 
 RunOptions run_options(const RunFlags& f, const std::string& root) {
@@ -75,8 +88,7 @@ std::string headline(const CaseResult& r) {
 Expected<std::vector<Case>> generated(const RunFlags& f) {
   std::vector<const OpInfo*> ops;
   for (const auto& name : f.sel.ops) {
-    const OpInfo* op = find_op(name);
-    if (op == nullptr) return parse_error(fmt::format("--op '{}': unknown operator (known: {})", name, known_ops_text()));
+    OPGATE_ASSIGN_OR_RETURN(const OpInfo* op, resolve_op(name));
     ops.push_back(op);
   }
   if (ops.empty()) {
@@ -94,10 +106,30 @@ Expected<std::vector<Case>> generated(const RunFlags& f) {
   return out;
 }
 
+// "no cases selected (<why>)": which files were read and what filtered their cases away.
+std::string no_cases_text(const Selection& sel, const SelectionCounts& counts) {
+  if (counts.files.empty()) return "no cases selected (no operator has a case file of the default tier 'ci')";
+  std::string files;
+  for (const auto& file : counts.files) files += (files.empty() ? "" : ", ") + file;
+  const bool one = counts.files.size() == 1;
+  if (counts.loaded == 0) return fmt::format("no cases selected ({} {} no cases)", files, one ? "holds" : "hold");
+  std::string by;
+  if (!sel.filter.empty()) by = fmt::format("--filter '{}'", sel.filter);
+  if (!sel.files.empty() && !sel.ops.empty()) {
+    std::string ops;
+    for (const auto& op : sel.ops) ops += (ops.empty() ? "" : ",") + op;
+    by += (by.empty() ? "--op " : " and --op ") + ops;
+  }
+  return fmt::format("no cases selected (none of the {} case(s) in {} matches {})", counts.loaded, files, by);
+}
+
 int run_cases(RunFlags& f) {
   const std::string root = repo_root(f.root);
-  auto cases = f.generate > 0 ? generated(f) : select_cases(root, f.sel);
+  SelectionCounts counts;
+  auto cases = f.generate > 0 ? generated(f) : select_cases(root, f.sel, &counts);
   if (!cases) return fail(cases.status());
+  // Nothing to run is a mistake (a typo in --filter, an emptied file), unless other shards have it.
+  if (f.generate == 0 && counts.matched == 0) return fail(parse_error(no_cases_text(f.sel, counts)));
   // Broken case files and golden folders stop the run before anything is written.
   for (const Case& c : *cases) {
     auto problem = make_problem(c);
@@ -105,7 +137,7 @@ int run_cases(RunFlags& f) {
     if (f.against == "golden") {
       const std::string root_golden = f.golden_root.empty() ? root + "/golden" : f.golden_root;
       auto golden = read_golden(golden_case_dir(root_golden, c.op, c.id));
-      if (!golden && c.expect == 0) return fail(golden.status().with_context(fmt::format("case '{}'", c.id)));
+      if (!golden && c.expect == 0) return fail(golden.status().with_context(case_where(c)));
     }
   }
   // A baseline that cannot be read stops the run before it starts, not after the night.
@@ -134,6 +166,11 @@ int run_cases(RunFlags& f) {
   if (!f.sel.shard.empty()) info["shard"] = f.sel.shard;
   auto writer = ReportWriter::open(out, info, f.resume);
   if (!writer) return fail(writer.status());
+  if (cases->empty()) {
+    const auto shard = selected_shard(f.sel);  // already parsed by select_cases
+    fmt::print("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
+               "report\n", shard->first, shard->second, counts.matched);
+  }
   size_t n = 0;
   for (const Case& c : *cases) {
     ++n;
@@ -201,6 +238,13 @@ void add_repro(CLI::App& app, int& exit_code) {
   cmd->callback([f, source, id, &exit_code] {
     struct stat st {};
     const bool is_file = stat(source->c_str(), &st) == 0;
+    // Case text is a JSON object or array; anything else was meant as a file name.
+    const size_t first = source->find_first_not_of(" \t\r\n");
+    const bool is_text = first != std::string::npos && ((*source)[first] == '{' || (*source)[first] == '[');
+    if (!is_file && !is_text) {
+      exit_code = fail(parse_error(fmt::format("{}: no such case file", *source)));
+      return;
+    }
     auto cases = is_file ? load_case_file(*source) : parse_cases_text(*source, "<command line>");
     if (!cases) {
       exit_code = fail(cases.status());
@@ -209,6 +253,10 @@ void add_repro(CLI::App& app, int& exit_code) {
     const Case* chosen = nullptr;
     for (const auto& c : *cases) {
       if (id->empty() ? cases->size() == 1 : c.id == *id) chosen = &c;
+    }
+    if (cases->empty()) {
+      exit_code = fail(parse_error(fmt::format("{}: holds no cases", *source)));
+      return;
     }
     if (chosen == nullptr) {
       exit_code = fail(parse_error(id->empty() ? fmt::format("{}: holds {} cases; choose one with --id", *source, cases->size())

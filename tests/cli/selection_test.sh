@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Case selection on the command line: ids that are no safe file name, ids reused across the
+# selected files, selections that match nothing (an error) versus shards that get nothing (an
+# empty report), and one-line errors for bad --shard, shard variables, --timeout, repro names and
+# defaults keys.
+# Usage: selection_test.sh <opgate binary> <source dir> <scratch dir>
+set -uo pipefail
+OPGATE="$1"; SRC="$2"; WORK="$3"
+rm -rf "$WORK"; mkdir -p "$WORK"
+failures=0; passes=0
+check() {  # check <description> <command...>: the command must succeed
+  local what="$1"; shift
+  if "$@"; then passes=$((passes + 1)); else echo "FAIL: $what"; failures=$((failures + 1)); fi
+}
+# expect_error <exit code> <pattern> <opgate args...>: exact exit code, one stderr line matching.
+expect_error() {
+  local code="$1" pattern="$2"; shift 2
+  "$OPGATE" "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local got=$?
+  local lines; lines=$(wc -l <"$WORK/err.txt")
+  if [ "$got" -ne "$code" ] || [ "$lines" -ne 1 ] || ! grep -qE -- "$pattern" "$WORK/err.txt"; then
+    echo "FAIL: opgate $* -> exit $got (want $code), stderr ($lines lines):"; cat "$WORK/err.txt"
+    failures=$((failures + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+OP=moe_finalize_routing_v2_grad
+# one_case <file> <id>: a case file holding one small case with that id.
+one_case() {
+  printf '{"op": "%s", "cases": [{"id": "mfrg.first.f32", "params": {"R": 2}}, {"id": "%s", "params": {"R": 2}}]}\n' \
+    "$OP" "$2" >"$1"
+}
+
+# --- ids are file names: checked at load, before anything is written ---
+one_case "$WORK/escape.json" "../../../escaped"
+expect_error 2 "escape.json: cases\[1\]: case '\.\./\.\./\.\./escaped': field 'id': contains \"\.\.\"" \
+  run --cases "$WORK/escape.json" --out "$WORK/r_esc/deep/er" --backend fault:mfrg.k_major_index
+check "no report folder for an escaping id" test ! -e "$WORK/r_esc"
+one_case "$WORK/slash.json" "mfrg/sub.f32"
+expect_error 2 "slash.json: cases\[1\]: case 'mfrg/sub.f32': field 'id': contains '/'" run --cases "$WORK/slash.json" --out "$WORK/r_slash"
+check "no report folder for an id with a slash" test ! -e "$WORK/r_slash"
+one_case "$WORK/dots.json" "mfrg..f32"
+expect_error 2 "case 'mfrg\.\.f32': field 'id': contains \"\.\.\"" run --cases "$WORK/dots.json" --out "$WORK/r_dots"
+
+# --- an id occurs once in the whole selection ---
+one_case "$WORK/a.json" "mfrg.same.f32"
+one_case "$WORK/b.json" "mfrg.same.f32"
+sed -i 's/mfrg.first.f32/mfrg.other.f32/' "$WORK/b.json"
+expect_error 2 "b.json: cases\[1\]: case 'mfrg.same.f32': duplicate case id \(also .*a.json: cases\[1\]\)" \
+  run --cases "$WORK/a.json" --cases "$WORK/b.json" --out "$WORK/r_dup"
+check "no report folder for a duplicate id" test ! -e "$WORK/r_dup"
+"$OPGATE" run --cases "$WORK/a.json" --cases "$WORK/a.json" --out "$WORK/r_twice" -q >/dev/null 2>&1
+check "a file named twice is read once" test "$(wc -l <"$WORK/r_twice/results.jsonl")" -eq 2
+n_both=$(python3 -c "
+import json
+print(sum(len(json.load(open('$SRC/cases/$OP/%s.json' % t))['cases']) for t in ('smoke', 'ci')))")
+"$OPGATE" list --op "$OP" --op mfrg --tier smoke --tier ci >"$WORK/list.txt" 2>&1
+check "smoke and ci together list every case of both" grep -q "^$n_both case(s)" "$WORK/list.txt"
+"$OPGATE" run --op "$OP" --tier smoke --tier ci --filter 'copy_no_scales' --out "$WORK/r_tiers" -q >/dev/null 2>&1
+check "smoke and ci together run" test $? -eq 0
+n_copy=$(python3 -c "
+import json
+print(sum(1 for t in ('smoke', 'ci') for c in json.load(open('$SRC/cases/$OP/%s.json' % t))['cases'] if 'copy_no_scales' in c['id']))")
+check "smoke and ci together run every matching case" test "$(wc -l <"$WORK/r_tiers/results.jsonl")" -eq "$n_copy"
+
+# --- an empty selection is an error; an empty shard of a real selection is not ---
+expect_error 2 "no cases selected \(none of the [0-9]+ case\(s\) in .*smoke.json matches --filter 'NOMATCH'\)" \
+  run --op "$OP" --tier smoke --filter NOMATCH --out "$WORK/r_none"
+check "no report folder when nothing is selected" test ! -e "$WORK/r_none"
+printf '{"op": "%s", "cases": []}\n' "$OP" >"$WORK/empty.json"
+expect_error 2 "no cases selected \(.*empty.json holds no cases\)" run --cases "$WORK/empty.json" --out "$WORK/r_empty"
+check "no report folder for an empty case file" test ! -e "$WORK/r_empty"
+expect_error 2 "unknown operator" run --cases "$WORK/a.json" --op nope --out "$WORK/r_badop"
+printf '{"op": "%s", "cases": [{"id": "mfrg.lonely.f32", "params": {"R": 2}}]}\n' "$OP" >"$WORK/lonely.json"
+empty_shards=0
+for i in 0 1; do
+  "$OPGATE" run --cases "$WORK/lonely.json" --shard $i/2 --out "$WORK/r_shard$i" >"$WORK/shard$i.txt" 2>&1
+  check "shard $i/2 of one case exits 0" test $? -eq 0
+  check "shard $i/2 writes a summary" test -s "$WORK/r_shard$i/summary.txt"
+  if grep -q "none of the 1 selected cases falls in this shard" "$WORK/shard$i.txt"; then
+    empty_shards=$((empty_shards + 1))
+    check "the empty shard's report counts no case" grep -q "^cases:0 " "$WORK/r_shard$i/summary.txt"
+  fi
+done
+check "exactly one of two shards of one case is empty, and says so" test "$empty_shards" -eq 1
+
+# --- one-line errors for bad command-line input ---
+expect_error 2 "^opgate: error: nonexistent_file.json: no such case file$" repro nonexistent_file.json
+expect_error 2 "<command line>: malformed JSON" repro '{"id": '
+expect_error 2 "^opgate: error: $WORK/empty.json: holds no cases$" repro "$WORK/empty.json"
+expect_error 2 "--shard '0/4abc': expected i/N" run --cases "$WORK/a.json" --shard 0/4abc
+expect_error 2 "--shard ' 1/4': expected i/N" run --cases "$WORK/a.json" --shard ' 1/4'
+export GTEST_TOTAL_SHARDS=4
+expect_error 2 "GTEST_TOTAL_SHARDS=4 is set but GTEST_SHARD_INDEX is not" run --cases "$WORK/a.json" --out "$WORK/r_env"
+check "the shard variables error does not name --shard" test -z "$(grep -e '--shard' "$WORK/err.txt")"
+export GTEST_SHARD_INDEX=7
+expect_error 2 "GTEST_SHARD_INDEX=7 GTEST_TOTAL_SHARDS=4: expected" run --cases "$WORK/a.json" --out "$WORK/r_env"
+unset GTEST_TOTAL_SHARDS GTEST_SHARD_INDEX
+check "no report folder after bad shard variables" test ! -e "$WORK/r_env"
+expect_error 2 "--timeout: expected a positive number of seconds, got '-1'" run --cases "$WORK/a.json" --timeout -1
+check "the --timeout error is short" test "$(wc -c <"$WORK/err.txt")" -lt 200
+expect_error 2 "--timeout: expected a positive number of seconds, got 'nan'" run --cases "$WORK/a.json" --timeout nan
+printf '{"op": "%s", "defaults": {"bogus": 1}, "cases": [{"id": "mfrg.d.f32", "params": {"R": 2}}]}\n' "$OP" >"$WORK/defaults.json"
+expect_error 2 "defaults.json: cases\[0\]: case 'mfrg.d.f32': field 'defaults.bogus': unknown key" \
+  run --cases "$WORK/defaults.json" --out "$WORK/r_defaults"
+check "no report folder for a bad defaults key" test ! -e "$WORK/r_defaults"
+printf '{"op": "%s", "cases": [{"id": "mfrg.p.f32", "params": {"R": 2, "hidden": 1}}]}\n' "$OP" >"$WORK/param.json"
+expect_error 2 "param.json: cases\[0\]: case 'mfrg.p.f32': field 'params.hidden': unknown key" run --cases "$WORK/param.json"
+
+echo "selection tests: $passes passed, $failures failed"
+[ "$failures" -eq 0 ]
