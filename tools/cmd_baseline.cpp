@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/baseline.h"
+#include "core/version.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 
@@ -18,7 +19,7 @@ void add_baseline(CLI::App& app, int& exit_code) {
   accept->add_option("report", *report, "Report folder (from run or merge)")->required();
   accept->add_option("--to", *to, "Baseline folder to write (results.jsonl + baseline.json)")->required();
   accept->callback([report, to, &exit_code] {
-    const Status st = accept_baseline(*report, *to, OPGATE_HARNESS_VERSION);
+    const Status st = accept_baseline(*report, *to, harness_version());
     if (!st.is_ok()) {
       exit_code = fail(st);
       return;

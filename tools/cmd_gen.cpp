@@ -44,11 +44,12 @@ void add_gen(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", o->out, "Case file to write (default: standard output)");
   cmd->add_flag("--stats", o->stats, "Print how often each feature appears instead of the cases");
   cmd->callback([o, &exit_code] {
-    const OpInfo* op = find_op(o->op);
-    if (op == nullptr) {
-      exit_code = fail(parse_error(fmt::format("--op '{}': unknown operator (known: {})", o->op, known_ops_text())));
+    auto resolved = resolve_op(o->op);
+    if (!resolved) {
+      exit_code = fail(resolved.status());
       return;
     }
+    const OpInfo* op = *resolved;
     std::string size = o->size;
     if (o->tier_like == "smoke") size = "small";
     if (o->tier_like == "ci") size = "medium";

@@ -8,6 +8,7 @@
 #include "core/golden.h"
 #include "core/golden_diff.h"
 #include "core/op_registry.h"
+#include "core/version.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 
@@ -66,7 +67,7 @@ void add_golden(CLI::App& app, int& exit_code) {
     const std::string out = o->out.empty() ? root + "/golden" : o->out;
     for (const auto& c : *cases) {
       if (c.expect != 0) continue;  // rejected calls have no outputs to freeze
-      Status st = regenerate_golden(out, c, OPGATE_HARNESS_VERSION);
+      Status st = regenerate_golden(out, c, harness_version());
       if (!st.is_ok()) {
         exit_code = fail(st);
         return;
@@ -94,12 +95,12 @@ void add_golden(CLI::App& app, int& exit_code) {
       dirs = list_golden_dirs(root);
     } else {
       for (const auto& name : o->sel.ops) {
-        const OpInfo* op = find_op(name);
-        if (op == nullptr) {
-          exit_code = fail(parse_error(fmt::format("--op '{}': unknown operator (known: {})", name, known_ops_text())));
+        auto op = resolve_op(name);
+        if (!op) {
+          exit_code = fail(op.status());
           return;
         }
-        auto d = list_golden_dirs(root, op->stem);
+        auto d = list_golden_dirs(root, (*op)->stem);
         dirs.insert(dirs.end(), d.begin(), d.end());
       }
     }
@@ -142,12 +143,12 @@ void add_golden(CLI::App& app, int& exit_code) {
     GoldenTreeDiff total;
     std::vector<std::string> stems;
     for (const auto& name : o->sel.ops) {
-      const OpInfo* op = find_op(name);
-      if (op == nullptr) {
-        exit_code = fail(parse_error(fmt::format("--op '{}': unknown operator (known: {})", name, known_ops_text())));
+      auto op = resolve_op(name);
+      if (!op) {
+        exit_code = fail(op.status());
         return;
       }
-      stems.push_back(op->stem);
+      stems.push_back((*op)->stem);
     }
     if (stems.empty()) stems.push_back("");
     std::string before = *old_root, label = *old_root, scratch;

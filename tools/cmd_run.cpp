@@ -12,6 +12,7 @@
 #include "core/golden.h"
 #include "core/op_registry.h"
 #include "core/runner.h"
+#include "core/version.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 
@@ -158,16 +159,17 @@ int run_cases(RunFlags& f) {
   if (f.resume && f.out.empty()) return fail(parse_error("--resume needs --out <the report folder to resume>"));
   const std::string out = f.out.empty() ? default_out_dir(root, f.backend, f.sel) : f.out;
   const RunOptions opt = run_options(f, root);
-  nlohmann::json info{{"harness_version", OPGATE_HARNESS_VERSION},
+  nlohmann::json info{{"harness_version", harness_version()},
                       {"backend", (*backend)->probe()},
                       {"cases", cases->size()},
                       {"repeat", f.repeat},
                       {"against", f.against}};
-  if (!f.sel.shard.empty()) info["shard"] = f.sel.shard;
+  // The shard, from --shard or the GTEST_* variables, is what resume and merge check.
+  const auto shard = selected_shard(f.sel);  // already parsed by select_cases
+  if (shard && shard->second > 1) info["shard"] = fmt::format("{}/{}", shard->first, shard->second);
   auto writer = ReportWriter::open(out, info, f.resume);
   if (!writer) return fail(writer.status());
   if (cases->empty()) {
-    const auto shard = selected_shard(f.sel);  // already parsed by select_cases
     fmt::print("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
                "report\n", shard->first, shard->second, counts.matched);
   }

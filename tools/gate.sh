@@ -6,4 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh release
-exec build/release/opgate run --tier ci "$@"
+# The ci tier unless the arguments choose cases themselves (--tier, --cases or --generate).
+default_tier=(--tier ci)
+for arg in "$@"; do
+  case "$arg" in --tier|--tier=*|--cases|--cases=*|--generate|--generate=*) default_tier=() ;; esac
+done
+exec build/release/opgate run "${default_tier[@]}" "$@"

@@ -2,14 +2,15 @@
 // Sub-command dispatch; exit codes: 0 nothing failed, 1 a case failed, 2 usage or harness error.
 #include <fmt/format.h>
 
+#include "core/version.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"opgate " OPGATE_HARNESS_VERSION
+  CLI::App app{std::string("opgate ") + opgate::harness_version() +
                ": golden-reference validation and fuzzing harness for Ascend aclnn operators"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", OPGATE_HARNESS_VERSION);
+  app.set_version_flag("--version", std::string(opgate::harness_version()));
   int exit_code = 0;
   opgate::cli::add_list(app, exit_code);
   opgate::cli::add_run(app, exit_code);
