@@ -30,6 +30,14 @@ Expected<MergeInput> read_input(const std::string& dir) {
   if (!fs::is_regular_file(path)) return io_error(fmt::format("{}: missing (not a report folder?)", path));
   OPGATE_ASSIGN_OR_RETURN(in.results, read_results(path));
   OPGATE_ASSIGN_OR_RETURN(in.run, read_run_info(dir));
+  // A shard killed and never resumed would silently leave its remaining cases out of the merge.
+  const nlohmann::json& info = in.run.info;
+  if (info.is_object() && info.contains("cases") && info["cases"].is_number_unsigned() &&
+      in.results.size() < info["cases"].get<size_t>()) {
+    return parse_error(fmt::format("{}: unfinished run: {} of {} cases have results (finish it with "
+                                   "`opgate run --resume --out {}` and the same selection)",
+                                   dir, in.results.size(), info["cases"].get<size_t>(), dir));
+  }
   for (auto& r : in.results) {
     if (!verdict_fails(r.verdict, true)) continue;
     // The failed/<id>.json of each shard carries the case; copy it instead of re-deriving it.

@@ -117,6 +117,12 @@ expect_error 2 "r_cut: case 'mfrg.copy_no_scales.f32.001' also appears" merge "$
 "$OPGATE" merge "$WORK/r_emu" "$WORK/r_other" --out "$WORK/m_unsharded" >/dev/null 2>&1
 check "unsharded inputs merge" test $? -eq 0
 check "the unsharded merge counts both reports" grep -q "^cases:3 passed:3 " "$WORK/m_unsharded/summary.txt"
+# A shard killed and never resumed (its last result lost) is refused, not merged short.
+rm -rf "$WORK/s4_1_killed"; cp -r "$WORK/s4_1" "$WORK/s4_1_killed"
+head -n -1 "$WORK/s4_1/results.jsonl" >"$WORK/s4_1_killed/results.jsonl"
+expect_error 2 "s4_1_killed: unfinished run: [0-9]+ of [0-9]+ cases have results" \
+  merge "$WORK/s4_0" "$WORK/s4_1_killed" "$WORK/s4_2" "$WORK/s4_3" --out "$WORK/m_killed"
+check "no merged folder from an unfinished shard" test ! -e "$WORK/m_killed"
 
 echo "reports tests: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]
