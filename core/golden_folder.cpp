@@ -1,0 +1,222 @@
+// Golden folders on disk: computing a case's files, and loading a folder with every check of the
+// contract (digests, manifest fields, listed and unlisted files).
+#include "core/golden_folder.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include "core/golden.h"
+#include "core/npy.h"
+#include "core/op_registry.h"
+
+namespace opgate::golden_folder {
+namespace {
+
+std::string as_string(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
+
+TensorFile tensor_file(const std::string& rel, const Tensor& t, DType logical) {
+  TensorFile f;
+  f.rel = rel;
+  f.bytes = as_string(encode_npy(t));
+  f.meta = {{"dtype", dtype_name(logical)}, {"shape", t.shape()}, {"sha256", sha256_hex(f.bytes)}};
+  if (t.dtype() != logical) f.meta["stored_as"] = dtype_name(t.dtype());
+  if (t.dtype() == DType::kBF16) f.meta["stored_as"] = "uint16";
+  return f;
+}
+
+// "inputs/<name>.npy" or "expected/<name>.npy" with a plain name: nothing outside the folder.
+bool is_tensor_rel(const std::string& rel) {
+  for (const std::string prefix : {"inputs/", "expected/"}) {
+    if (rel.rfind(prefix, 0) != 0) continue;
+    const std::string name = rel.substr(prefix.size());
+    return name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0 &&
+           name.find('/') == std::string::npos && name.find("..") == std::string::npos;
+  }
+  return false;
+}
+
+std::vector<std::string> npy_files_on_disk(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const std::string sub : {"inputs", "expected"}) {
+    if (DIR* d = opendir((dir + "/" + sub).c_str())) {
+      while (dirent* e = readdir(d)) {
+        const std::string rel = sub + "/" + e->d_name;
+        if (is_tensor_rel(rel)) out.push_back(rel);
+      }
+      closedir(d);
+    }
+  }
+  return out;
+}
+
+void check_manifest_fields(const std::string& dir, LoadedFolder& f) {
+  const nlohmann::json& m = f.manifest;
+  const std::string where = dir + "/manifest.json";
+  auto problem = [&](const std::string& what) { f.problems.push_back(fmt::format("{}: {}", where, what)); };
+  if (!m.contains("format") || m["format"] != kGoldenFormat) {
+    problem(fmt::format("field 'format': {}, this harness reads format {}", m.value("format", nlohmann::json()).dump(),
+                        kGoldenFormat));
+  }
+  const std::string id = last_part(dir);
+  if (!m.contains("case_id") || m["case_id"] != id) {
+    problem(fmt::format("field 'case_id': {}, but the folder is '{}'", m.value("case_id", nlohmann::json()).dump(),
+                        id));
+  }
+  const OpInfo* op = find_op(last_part(parent_of(dir)));
+  if (op == nullptr || !m.contains("op") || m["op"] != op->aclnn_name) {
+    problem(fmt::format("field 'op': {}, but the folder is under '{}'", m.value("op", nlohmann::json()).dump(),
+                        last_part(parent_of(dir))));
+  }
+  if (!m.contains("reference_version") || !m["reference_version"].is_number_integer()) {
+    problem("field 'reference_version': missing or not an integer");
+  }
+  if (m.contains("harness_version") && !m["harness_version"].is_string()) {
+    problem("field 'harness_version': not a string");
+  }
+}
+
+void check_tensor_files(const std::string& dir, LoadedFolder& f) {
+  const nlohmann::json& tensors = f.manifest["tensors"];
+  const std::string where = dir + "/manifest.json";
+  bool any_input = false, any_expected = false;
+  for (auto it = tensors.begin(); it != tensors.end(); ++it) {
+    const std::string rel = it.key();
+    const nlohmann::json& meta = it.value();
+    if (!is_tensor_rel(rel)) {
+      f.problems.push_back(
+          fmt::format("{}: field 'tensors': '{}' is not inputs/<name>.npy or expected/<name>.npy", where, rel));
+      continue;
+    }
+    (rel.rfind("inputs/", 0) == 0 ? any_input : any_expected) = true;
+    if (!meta.is_object() || !meta.contains("sha256") || !meta["sha256"].is_string()) {
+      f.problems.push_back(fmt::format("{}: field 'tensors.{}.sha256': missing or not a string", where, rel));
+      continue;
+    }
+    const std::string path = dir + "/" + rel;
+    auto bytes = read_file(path);
+    if (!bytes) {
+      f.problems.push_back(bytes.status().message());
+    } else if (sha256_hex(*bytes) != meta["sha256"].get<std::string>()) {
+      f.problems.push_back(path + ": sha256 differs from manifest.json (file corrupted)");
+    } else if (auto t = decode_npy(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), path); !t) {
+      f.problems.push_back(t.status().message());
+    } else if (meta.contains("shape") && meta["shape"] != nlohmann::json(t->shape())) {
+      f.problems.push_back(fmt::format("{}: shape {} but manifest.json says {}", path, shape_to_string(t->shape()),
+                                       meta["shape"].dump()));
+    } else {
+      f.tensors[rel] = *t;
+    }
+  }
+  // The contract requires every tensor argument and every output: a folder without them is broken.
+  if (!any_input) f.problems.push_back(where + ": field 'tensors': lists no inputs/<name>.npy");
+  if (!any_expected) f.problems.push_back(where + ": field 'tensors': lists no expected/<name>.npy");
+  for (const auto& rel : npy_files_on_disk(dir)) {
+    if (!tensors.contains(rel)) f.problems.push_back(fmt::format("{}/{}: not listed in manifest.json", dir, rel));
+  }
+}
+
+}  // namespace
+
+std::string sha256_hex(const std::string& bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void remove_tree(const std::string& path) {
+  if (DIR* d = opendir(path.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      const std::string child = path + "/" + name;
+      if (is_dir(child)) {
+        remove_tree(child);
+      } else {
+        unlink(child.c_str());
+      }
+    }
+    closedir(d);
+  }
+  rmdir(path.c_str());
+}
+
+Expected<Computed> compute(const Case& c, const std::string& harness_version) {
+  OPGATE_ASSIGN_OR_RETURN(auto problem, make_problem(c));
+  Status valid = problem->validate();
+  if (!valid.is_ok()) return invalid_case(fmt::format("case '{}': golden cases must be valid calls: {}", c.id, valid.message()));
+  OPGATE_ASSIGN_OR_RETURN(TensorMap inputs, problem->fill(c.fill, c.seed));
+  OPGATE_TRY(problem->check_data(inputs));
+  const RefOutputs ref = problem->reference(inputs);
+  const TensorMap packed = problem->pack(inputs);
+  Computed out;
+  Case resolved = c;
+  resolved.params = problem->params_json();
+  out.case_json = case_to_json(resolved);
+  for (const auto& [name, t] : packed) out.files.push_back(tensor_file("inputs/" + name + ".npy", t, t.dtype()));
+  const SpecMap& specs = problem->specs();
+  for (const auto& [name, t] : ref.expected) {
+    const DType device = specs.count(name) ? specs.at(name).dtype : t.dtype();
+    out.files.push_back(tensor_file("expected/" + name + ".npy", t, device));
+  }
+  for (const auto& [name, t] : ref.care) out.files.push_back(tensor_file("expected/" + name + ".care.npy", t, DType::kU8));
+  nlohmann::json manifest{{"format", kGoldenFormat},
+                          {"op", problem->op().aclnn_name},
+                          {"case_id", c.id},
+                          {"reference_version", problem->op().reference_version},
+                          {"harness_version", harness_version},
+                          {"tensors", nlohmann::json::object()}};
+  for (const auto& f : out.files) manifest["tensors"][f.rel] = f.meta;
+  out.files.push_back(TensorFile{"manifest.json", manifest.dump(2) + "\n", nlohmann::json()});
+  out.files.push_back(TensorFile{"case.json", out.case_json.dump(2) + "\n", nlohmann::json()});
+  return out;
+}
+
+std::string last_part(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string parent_of(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+LoadedFolder load_folder(const std::string& dir) {
+  LoadedFolder f;
+  auto manifest_text = read_file(dir + "/manifest.json");
+  auto case_text = read_file(dir + "/case.json");
+  if (!manifest_text || !case_text) {
+    f.problems.push_back(!manifest_text ? manifest_text.status().message() : case_text.status().message());
+    return f;
+  }
+  f.case_text = *case_text;
+  try {
+    f.manifest = nlohmann::json::parse(*manifest_text);
+  } catch (const nlohmann::json::exception& e) {  // parse_error or out_of_range (1e999)
+    f.problems.push_back(fmt::format("{}/manifest.json: malformed JSON: {}", dir, e.what()));
+    return f;
+  }
+  if (!f.manifest.is_object() || !f.manifest.contains("tensors") || !f.manifest["tensors"].is_object()) {
+    f.problems.push_back(dir + "/manifest.json: field 'tensors': missing or not an object");
+    return f;
+  }
+  check_manifest_fields(dir, f);
+  check_tensor_files(dir, f);
+  return f;
+}
+
+}  // namespace opgate::golden_folder

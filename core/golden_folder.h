@@ -1,0 +1,54 @@
+// The golden folder on disk, shared by regeneration, reading and verification (golden-format.md):
+// what a folder holds, computed from its case, and a folder loaded with every contract check.
+// Internal to core/golden*.cpp.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/case.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace opgate::golden_folder {
+
+// One file of a golden folder: its path below the folder, its bytes and (for tensors) its manifest entry.
+struct TensorFile {
+  std::string rel;  // "inputs/gradY.npy"
+  std::string bytes;
+  nlohmann::json meta;
+};
+
+// case.json, manifest.json and every tensor file of a case, ready to write or to compare.
+struct Computed {
+  nlohmann::json case_json;
+  std::vector<TensorFile> files;
+};
+
+// Everything a golden folder holds, computed from the case.
+Expected<Computed> compute(const Case& c, const std::string& harness_version);
+
+// A golden folder as read from disk. `problems` (each naming its file) say why it cannot be
+// trusted: the manifest breaks the contract or disagrees with its folder, or a tensor file is
+// missing, unlisted, undecodable or differs from its digest. read_golden and verify_golden both
+// read folders only through this.
+struct LoadedFolder {
+  std::string case_text;
+  nlohmann::json manifest;
+  std::map<std::string, Tensor> tensors;  // by "inputs/x.npy", decoded after the digest check
+  std::vector<std::string> problems;
+};
+
+LoadedFolder load_folder(const std::string& dir);
+
+std::string sha256_hex(const std::string& bytes);
+bool is_dir(const std::string& path);
+void remove_tree(const std::string& path);
+// The last path component and its parent ("a/b/c/" -> "c", "a/b").
+std::string last_part(std::string path);
+std::string parent_of(std::string path);
+
+}  // namespace opgate::golden_folder

@@ -1,0 +1,186 @@
+// `golden verify`: a golden folder against its contract, the current case files and a
+// recomputation, with the most basic cause of any mismatch first.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/golden.h"
+#include "core/golden_folder.h"
+#include "core/npy.h"
+#include "core/op_registry.h"
+
+namespace opgate {
+namespace {
+
+using golden_folder::last_part;
+using golden_folder::parent_of;
+
+// Expected values agree when equal up to a few double ulps (libm may differ in the last bit).
+bool close_f64(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (a == b) return true;
+  return std::fabs(a - b) <= 4 * std::fabs(std::nextafter(std::max(std::fabs(a), std::fabs(b)), INFINITY) -
+                                           std::max(std::fabs(a), std::fabs(b)));
+}
+
+// "params.H: golden 32, case file 64" for every leaf where the two cases differ.
+void case_differences(const nlohmann::json& golden, const nlohmann::json& now, const std::string& at,
+                      std::vector<std::string>& out) {
+  if (golden.is_object() && now.is_object()) {
+    std::set<std::string> keys;
+    for (auto it = golden.begin(); it != golden.end(); ++it) keys.insert(it.key());
+    for (auto it = now.begin(); it != now.end(); ++it) keys.insert(it.key());
+    for (const auto& k : keys) {
+      const nlohmann::json none;
+      case_differences(golden.contains(k) ? golden[k] : none, now.contains(k) ? now[k] : none,
+                       at.empty() ? k : at + "." + k, out);
+    }
+    return;
+  }
+  if (golden == now) return;
+  auto text = [](const nlohmann::json& j) {
+    std::string s = j.is_null() ? "absent" : j.dump();
+    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+  };
+  out.push_back(fmt::format("{}: golden {}, case file {}", at, text(golden), text(now)));
+}
+
+// The golden case against the case files: the case of that id must still exist, unchanged.
+void check_against_case_files(const std::string& dir, const nlohmann::json& golden_case, const std::string& stem,
+                              const std::vector<Case>& current,
+                              const std::function<void(const std::string&, const std::string&)>& fail) {
+  const std::string id = last_part(dir);
+  const Case* now = nullptr;
+  for (const auto& c : current) {
+    if (c.op == stem && c.id == id) now = &c;
+  }
+  if (now == nullptr) {
+    fail("case removed",
+         fmt::format("{}: no case file holds case '{}' any more; delete the folder or regenerate", dir, id));
+    return;
+  }
+  auto problem = make_problem(*now);
+  if (!problem) {
+    fail("case changed", fmt::format("{}: {}", dir, problem.status().message()));
+    return;
+  }
+  Case resolved = *now;
+  resolved.params = (*problem)->params_json();
+  std::vector<std::string> diffs;
+  case_differences(golden_case, case_to_json(resolved), "", diffs);
+  for (const auto& d : diffs) {
+    fail("case changed",
+         fmt::format("{}/case.json differs from {}: {}", dir, now->source.empty() ? "the case" : now->source, d));
+  }
+}
+
+// Most basic first: a later cause may only be a consequence of an earlier one.
+int cause_rank(const std::string& cause) {
+  static const char* const kOrder[] = {"unreadable", "file corrupted", "case removed", "case changed",
+                                       "input generator changed", "reference changed"};
+  for (int i = 0; i < 6; ++i) {
+    if (cause == kOrder[i]) return i;
+  }
+  return 6;
+}
+
+}  // namespace
+
+std::string golden_values_differ(const Tensor& golden, const Tensor& fresh) {
+  if (golden.defined() != fresh.defined()) return golden.defined() ? "no longer computed" : "not in the golden files";
+  if (golden.shape() != fresh.shape()) {
+    return fmt::format("shape {} vs {}", shape_to_string(golden.shape()), shape_to_string(fresh.shape()));
+  }
+  int64_t differing = 0, first = -1;
+  for (int64_t i = 0; i < fresh.numel(); ++i) {
+    if (close_f64(golden.get(i), fresh.get(i))) continue;
+    if (differing++ == 0) first = i;
+  }
+  if (differing == 0) return "";
+  return fmt::format("{} of {} elements differ, first at index {}: golden {:.17g}, reference {:.17g}", differing,
+                     fresh.numel(), shape_to_string(fresh.unravel(first)), golden.get(first), fresh.get(first));
+}
+
+GoldenCheck verify_golden(const std::string& dir, const std::vector<Case>& current) {
+  GoldenCheck out;
+  out.dir = dir;
+  auto fail = [&](const std::string& cause, const std::string& detail) {
+    out.ok = false;
+    if (std::find(out.causes.begin(), out.causes.end(), cause) == out.causes.end()) out.causes.push_back(cause);
+    out.details.push_back(detail);
+  };
+  auto finish = [&]() {
+    std::stable_sort(out.causes.begin(), out.causes.end(),
+                     [](const std::string& a, const std::string& b) { return cause_rank(a) < cause_rank(b); });
+    out.cause = out.causes.empty() ? "" : out.causes.front();
+    return out;
+  };
+  // 1. The folder fits the contract and every file matches its digest.
+  golden_folder::LoadedFolder f = golden_folder::load_folder(dir);
+  for (const auto& p : f.problems) fail("file corrupted", p);
+  if (!out.ok) return finish();
+  auto cases = parse_cases_text(f.case_text, dir + "/case.json");
+  if (!cases || cases->size() != 1) {
+    fail("unreadable", cases ? dir + "/case.json: holds no single case" : cases.status().message());
+    return finish();
+  }
+  const Case& c = cases->front();
+  if (c.id != last_part(dir) || c.op != last_part(parent_of(dir))) {
+    fail("file corrupted",
+         fmt::format("{}/case.json: case '{}' of {} does not belong in this folder", dir, c.id, c.op));
+    return finish();
+  }
+  // 2. The case files still hold this case, unchanged.
+  check_against_case_files(dir, nlohmann::json::parse(f.case_text), c.op, current, fail);
+  // 3. The reference is the version the golden files were made with.
+  const OpInfo* info = find_op(c.op);
+  const int stored_version = f.manifest["reference_version"].get<int>();
+  if (info != nullptr && info->reference_version != stored_version) {
+    fail("reference changed", fmt::format("{}/manifest.json: reference_version {}, the current reference is version {}",
+                                          dir, stored_version, info->reference_version));
+  }
+  // 4. Recompute from the golden case and diagnose differences.
+  const nlohmann::json& tensors = f.manifest["tensors"];
+  auto computed = golden_folder::compute(c, f.manifest.value("harness_version", ""));
+  if (!computed) {
+    fail("reference changed", computed.status().message());
+    return finish();
+  }
+  std::set<std::string> seen;
+  bool inputs_differ = false;  // inputs come first; changed inputs explain changed expected values
+  for (const auto& file : computed->files) {
+    if (file.meta.is_null()) continue;
+    seen.insert(file.rel);
+    if (!tensors.contains(file.rel)) {
+      fail(file.rel.rfind("inputs/", 0) == 0 ? "input generator changed" : "reference changed",
+           fmt::format("{}: the recomputed case has {} but the golden has not", dir, file.rel));
+      continue;
+    }
+    if (file.meta["sha256"] == tensors[file.rel]["sha256"]) continue;
+    if (file.rel.rfind("inputs/", 0) == 0) {
+      fail("input generator changed", fmt::format("{}/{}: regenerated input differs", dir, file.rel));
+      inputs_differ = true;
+      continue;
+    }
+    // Expected values may differ in the last bits of a double; compare values, not bytes.
+    auto fresh = decode_npy(reinterpret_cast<const uint8_t*>(file.bytes.data()), file.bytes.size(), file.rel);
+    const std::string why = fresh ? golden_values_differ(f.tensors.at(file.rel), *fresh) : fresh.status().message();
+    if (!why.empty()) {
+      fail(inputs_differ ? "input generator changed" : "reference changed",
+           fmt::format("{}/{}: recomputed values differ: {}{}", dir, file.rel, why,
+                       inputs_differ ? " (from the changed inputs)"
+                       : info && info->reference_version != stored_version
+                           ? fmt::format(" (reference_version {} -> {})", stored_version, info->reference_version)
+                           : " (reference_version unchanged: an unintended semantic change?)"));
+    }
+  }
+  for (auto it = tensors.begin(); it != tensors.end(); ++it) {
+    if (!seen.count(it.key())) fail("reference changed", fmt::format("{}/{}: no longer produced", dir, it.key()));
+  }
+  return finish();
+}
+
+}  // namespace opgate
