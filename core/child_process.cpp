@@ -1,6 +1,7 @@
 // fork + pipe + poll with a deadline + waitpid, in one place.
 #include "core/child_process.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -16,7 +17,9 @@ namespace opgate {
 ChildOutcome run_in_child(const std::function<std::string()>& body, double timeout_s) {
   ChildOutcome out;
   int fds[2];
-  if (pipe(fds) != 0) {
+  // Close-on-exec: a process the child starts (a runtime's helper) must not hold the pipe open, or
+  // the parent would wait for its end-of-file until the deadline.
+  if (pipe2(fds, O_CLOEXEC) != 0) {
     out.error = "pipe() failed";
     return out;
   }

@@ -122,18 +122,11 @@ Expected<std::pair<int, int>> selected_shard(const Selection& s) {
   return *shard;
 }
 
-Expected<BaselineScope> selection_scope(const Selection& s) {
-  std::set<std::string> ops, tiers;
-  for (const auto& name : s.ops) {
-    OPGATE_ASSIGN_OR_RETURN(const OpInfo* op, resolve_op(name));
-    ops.insert(op->stem);
-  }
-  for (const auto& file : s.files) tiers.insert(std::filesystem::path(file).stem().string());
-  if (s.files.empty()) tiers = s.tiers.empty() ? std::set<std::string>{"ci"} : std::set<std::string>(s.tiers.begin(), s.tiers.end());
+Expected<BaselineScope> selection_scope(const Selection& s, const SelectionCounts& counts) {
   OPGATE_ASSIGN_OR_RETURN(std::optional<std::regex> re, filter_regex(s));
   OPGATE_ASSIGN_OR_RETURN(auto shard, selected_shard(s));
-  return BaselineScope([ops, tiers, re, shard](const CaseResult& b) {
-    return (ops.empty() || ops.count(b.op)) && tiers.count(b.tier) && (!re || std::regex_search(b.id, *re)) &&
+  return BaselineScope([op_tiers = counts.op_tiers, re, shard](const CaseResult& b) {
+    return op_tiers.count({b.op, b.tier}) && (!re || std::regex_search(b.id, *re)) &&
            in_shard(b.id, shard.first, shard.second);
   });
 }
@@ -164,32 +157,46 @@ Expected<std::vector<Case>> select_cases(const std::string& root, const Selectio
       }
     }
   }
-  OPGATE_ASSIGN_OR_RETURN(std::optional<std::regex> re, filter_regex(s));
-  OPGATE_ASSIGN_OR_RETURN(auto shard, selected_shard(s));
-  const auto [shard_i, shard_n] = shard;
   std::unordered_map<std::string, std::string> first_at;  // id -> "<file>: cases[i]"
-  std::vector<Case> out;
+  std::vector<Case> all;
   for (const auto& file : k.files) {
     OPGATE_ASSIGN_OR_RETURN(auto cases, load_case_file(file));
-    k.loaded += cases.size();
     for (auto& c : cases) {
       // Ids key reports, baselines and golden folders: one id, one case, across tiers too.
       auto [first, fresh] = first_at.emplace(c.id, fmt::format("{}: cases[{}]", c.source, c.index));
       if (!fresh) return parse_error(fmt::format("{}: duplicate case id (also {})", case_where(c), first->second));
-      if (!s.files.empty() && !ops.empty()) {
-        bool wanted = false;
-        for (const OpInfo* op : ops) wanted = wanted || op->stem == c.op;
-        if (!wanted) continue;
-      }
-      if (re) {
-        bool hit = std::regex_search(c.id, *re);
-        for (const auto& t : c.tags) hit = hit || std::regex_search(t, *re);
-        if (!hit) continue;
-      }
-      ++k.matched;
-      if (!in_shard(c.id, shard_i, shard_n)) continue;
-      out.push_back(std::move(c));
+      all.push_back(std::move(c));
     }
+  }
+  return keep_selected(std::move(all), s, &k);
+}
+
+Expected<std::vector<Case>> keep_selected(std::vector<Case> cases, const Selection& s, SelectionCounts* counts) {
+  SelectionCounts local;
+  SelectionCounts& k = counts != nullptr ? *counts : local;
+  std::vector<const OpInfo*> ops;
+  for (const auto& name : s.ops) {
+    OPGATE_ASSIGN_OR_RETURN(const OpInfo* op, resolve_op(name));
+    ops.push_back(op);
+  }
+  OPGATE_ASSIGN_OR_RETURN(std::optional<std::regex> re, filter_regex(s));
+  OPGATE_ASSIGN_OR_RETURN(auto shard, selected_shard(s));
+  const auto [shard_i, shard_n] = shard;
+  k.loaded += cases.size();
+  std::vector<Case> out;
+  for (auto& c : cases) {
+    if (!ops.empty() && std::none_of(ops.begin(), ops.end(), [&](const OpInfo* op) { return op->stem == c.op; })) {
+      continue;
+    }
+    k.op_tiers.insert({c.op, c.tier});
+    if (re) {
+      bool hit = std::regex_search(c.id, *re);
+      for (const auto& t : c.tags) hit = hit || std::regex_search(t, *re);
+      if (!hit) continue;
+    }
+    ++k.matched;
+    if (!in_shard(c.id, shard_i, shard_n)) continue;
+    out.push_back(std::move(c));
   }
   return out;
 }

@@ -2,6 +2,7 @@
 // selecting cases (op, tier, files, filter, shard) and printing errors the one way.
 #pragma once
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,19 +34,25 @@ struct Selection {
 Expected<const OpInfo*> resolve_op(const std::string& name);
 // The shard this process runs: --shard, else GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS, else 0/1.
 Expected<std::pair<int, int>> selected_shard(const Selection& s);
-// Which cases (by op, tier, id) the selection runs; a baseline case outside it is never "missing".
-// Cases matched through a tag only are out of scope (results do not keep tags).
-Expected<BaselineScope> selection_scope(const Selection& s);
 // What a selection found, so that "nothing matched" and "another shard has it all" read apart.
 struct SelectionCounts {
   std::vector<std::string> files;  // case files read
   size_t loaded = 0;               // cases in them
   size_t matched = 0;              // of those, matching --op and --filter (before sharding)
+  std::set<std::pair<std::string, std::string>> op_tiers;  // (op, tier) of the cases read for --op
 };
 // Loads and filters the selected cases; errors name the file, case and field. A case id may occur
 // once in the whole selection (ids name report and golden files).
 Expected<std::vector<Case>> select_cases(const std::string& root, const Selection& s,
                                          SelectionCounts* counts = nullptr);
+// Of `cases`, those of the selection's operators, matching --filter (id or tag) and in its shard;
+// `counts` (loaded, matched, op_tiers) accumulate. select_cases ends with this; `run --generate`
+// applies it to generated cases.
+Expected<std::vector<Case>> keep_selected(std::vector<Case> cases, const Selection& s, SelectionCounts* counts);
+// Which baseline cases the selection would run: the operators and tiers it read (counts of
+// select_cases), its --filter on the id and its shard. A case matched through a tag only is out of
+// scope (results do not keep tags), so it is never reported missing.
+Expected<BaselineScope> selection_scope(const Selection& s, const SelectionCounts& counts);
 // Whether a case id belongs to shard i of n (stable hash of the id).
 bool in_shard(const std::string& id, int index, int total);
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -85,8 +86,9 @@ std::string headline(const CaseResult& r) {
   return s;
 }
 
-// Freshly generated cases of the selected operators (`run --generate N`), sharded like files.
-Expected<std::vector<Case>> generated(const RunFlags& f) {
+// Freshly generated cases of the selected operators (`run --generate N`), filtered and sharded
+// like cases from files.
+Expected<std::vector<Case>> generated(const RunFlags& f, SelectionCounts* counts) {
   std::vector<const OpInfo*> ops;
   for (const auto& name : f.sel.ops) {
     OPGATE_ASSIGN_OR_RETURN(const OpInfo* op, resolve_op(name));
@@ -104,7 +106,7 @@ Expected<std::vector<Case>> generated(const RunFlags& f) {
       out.push_back(std::move(c));
     }
   }
-  return out;
+  return keep_selected(std::move(out), f.sel, counts);
 }
 
 // "no cases selected (<why>)": which files were read and what filtered their cases away.
@@ -124,13 +126,30 @@ std::string no_cases_text(const Selection& sel, const SelectionCounts& counts) {
   return fmt::format("no cases selected (none of the {} case(s) in {} matches {})", counts.loaded, files, by);
 }
 
+// The report must not land in the baseline folder: it would overwrite the accepted results (and
+// a failing night would become the next baseline).
+Status check_out_is_not_baseline(const std::string& out, const std::string& baseline) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path b = fs::weakly_canonical(fs::absolute(baseline), ec);
+  if (!fs::is_directory(b, ec)) b = b.parent_path();
+  if (fs::weakly_canonical(fs::absolute(out), ec) == b) {
+    return parse_error(fmt::format("{}: --out is the baseline folder; write the report elsewhere", out));
+  }
+  return Status::ok();
+}
+
 int run_cases(RunFlags& f) {
   const std::string root = repo_root(f.root);
   SelectionCounts counts;
-  auto cases = f.generate > 0 ? generated(f) : select_cases(root, f.sel, &counts);
+  auto cases = f.generate > 0 ? generated(f, &counts) : select_cases(root, f.sel, &counts);
   if (!cases) return fail(cases.status());
   // Nothing to run is a mistake (a typo in --filter, an emptied file), unless other shards have it.
-  if (f.generate == 0 && counts.matched == 0) return fail(parse_error(no_cases_text(f.sel, counts)));
+  if (counts.matched == 0) {
+    return fail(parse_error(f.generate > 0 ? fmt::format("no cases selected (none of the {} generated case(s) matches "
+                                                         "--filter '{}')", counts.loaded, f.sel.filter)
+                                           : no_cases_text(f.sel, counts)));
+  }
   // Broken case files and golden folders stop the run before anything is written.
   for (const Case& c : *cases) {
     auto problem = make_problem(c);
@@ -143,27 +162,39 @@ int run_cases(RunFlags& f) {
   }
   // A baseline that cannot be read stops the run before it starts, not after the night.
   std::vector<CaseResult> baseline;
-  BaselineScope scope = [](const CaseResult&) { return false; };  // generated cases: nothing is missing
+  BaselineScope scope;
   if (!f.baseline.path.empty()) {
     auto b = read_baseline(f.baseline.path);
     if (!b) return fail(b.status());
     baseline = std::move(*b);
-    if (f.generate == 0) {
-      auto s = selection_scope(f.sel);
-      if (!s) return fail(s.status());
-      scope = *s;
-    }
+    auto s = selection_scope(f.sel, counts);
+    if (!s) return fail(s.status());
+    scope = *s;
   }
   auto backend = make_backend(f.backend);
   if (!backend) return fail(backend.status());
   if (f.resume && f.out.empty()) return fail(parse_error("--resume needs --out <the report folder to resume>"));
   const std::string out = f.out.empty() ? default_out_dir(root, f.backend, f.sel) : f.out;
+  if (!f.baseline.path.empty()) {
+    if (auto st = check_out_is_not_baseline(out, f.baseline.path); !st.is_ok()) return fail(st);
+  }
   const RunOptions opt = run_options(f, root);
   nlohmann::json info{{"harness_version", harness_version()},
                       {"backend", (*backend)->probe()},
                       {"cases", cases->size()},
                       {"repeat", f.repeat},
                       {"against", f.against}};
+  // What was selected: a resume must select the same cases.
+  nlohmann::json selection{{"tiers", f.sel.tiers.empty() && f.sel.files.empty() && f.generate == 0
+                                         ? std::vector<std::string>{"ci"}
+                                         : f.sel.tiers},
+                           {"files", f.sel.files},
+                           {"filter", f.sel.filter}};
+  std::vector<std::string> stems;
+  for (const auto& name : f.sel.ops) stems.push_back(resolve_op(name).value()->stem);  // resolved above
+  selection["ops"] = stems;
+  if (f.generate > 0) selection.update({{"generate", f.generate}, {"seed", f.seed}, {"size", f.size}});
+  info["selection"] = selection;
   // The shard, from --shard or the GTEST_* variables, is what resume and merge check.
   const auto shard = selected_shard(f.sel);  // already parsed by select_cases
   if (shard && shard->second > 1) info["shard"] = fmt::format("{}/{}", shard->first, shard->second);

@@ -126,6 +126,15 @@ check "drift is reported per output" grep -q "^  DRIFT .*tolerance used" "$WORK/
 check "--fail-on-drift fails the gate on drift" test $? -eq 1
 expect_error 2 "nowhere: no such baseline" run --cases "$SMOKE" --out "$WORK/r_bl_bad" --baseline "$WORK/nowhere"
 check "no report folder when the baseline is unreadable" test ! -e "$WORK/r_bl_bad"
+# A baseline of every operator's smoke cases; a run of one operator's file misses none of the others.
+"$OPGATE" run --tier smoke --out "$WORK/r_all_smoke" -q >/dev/null 2>&1
+"$OPGATE" baseline accept "$WORK/r_all_smoke" --to "$WORK/base_all" >/dev/null 2>&1
+"$OPGATE" run --cases "$SMOKE" --out "$WORK/r_bl_one_op" -q --baseline "$WORK/base_all" >"$WORK/bl_one_op.txt" 2>&1
+check "one operator's file against a multi-operator baseline passes" test $? -eq 0
+check "other operators' cases are out of scope, not missing" grep -q "new_failure:0 missing:0 " "$WORK/r_bl_one_op/baseline.txt"
+expect_error 2 "--out is the baseline folder" run --cases "$SMOKE" --out "$WORK/base_all" --baseline "$WORK/base_all"
+expect_error 2 "--out is the baseline folder" run --cases "$SMOKE" --out "$WORK/base_all/" --baseline "$WORK/base_all/results.jsonl"
+check "a refused run leaves the baseline alone" grep -q '"accepted_from"' "$WORK/base_all/baseline.json"
 mkdir -p "$WORK/base_empty_src"; : >"$WORK/base_empty_src/results.jsonl"
 expect_error 2 "no results: refusing an empty baseline" baseline accept "$WORK/base_empty_src" --to "$WORK/base_x"
 

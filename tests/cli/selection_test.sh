@@ -107,5 +107,18 @@ check "no report folder for a bad defaults key" test ! -e "$WORK/r_defaults"
 printf '{"op": "%s", "cases": [{"id": "mfrg.p.f32", "params": {"R": 2, "hidden": 1}}]}\n' "$OP" >"$WORK/param.json"
 expect_error 2 "param.json: cases\[0\]: case 'mfrg.p.f32': field 'params.hidden': unknown key" run --cases "$WORK/param.json"
 
+# --- run --generate is filtered and sharded like case files ---
+"$OPGATE" run --generate 3 --size small --seed 4 --shard 0/2 --out "$WORK/g0" -q >/dev/null 2>&1
+"$OPGATE" run --generate 3 --size small --seed 4 --shard 1/2 --out "$WORK/g1" -q >/dev/null 2>&1
+n_ops=$("$OPGATE" list --ops | wc -l)
+g0=$(wc -l <"$WORK/g0/results.jsonl"); g1=$(wc -l <"$WORK/g1/results.jsonl")
+check "generated shards partition the cases" test $((g0 + g1)) -eq $((3 * n_ops))
+"$OPGATE" merge "$WORK/g0" "$WORK/g1" --out "$WORK/g_merged" >/dev/null 2>&1
+check "generated shards merge without overlap" test $? -eq 0
+"$OPGATE" run --generate 3 --size small --seed 4 --filter '^fwb' --out "$WORK/g_fwb" -q >/dev/null 2>&1
+check "--filter selects among generated cases" test "$(grep -vc '"op":"ffn_worker_batching"' "$WORK/g_fwb/results.jsonl")" -eq 0
+expect_error 2 "no cases selected \(none of the [0-9]+ generated case\(s\) matches --filter 'NOMATCH'\)" \
+  run --generate 3 --size small --filter NOMATCH --out "$WORK/g_none"
+
 echo "selection tests: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]
