@@ -43,7 +43,7 @@ Expected<std::vector<Case>> golden_cases(const std::string& root, const Selectio
   return cases;
 }
 
-// The operator stems `golden verify` lists folders of: --op, else the operators of the --cases files.
+// The operator stems folders are listed for: --op, else the operators of the --cases files.
 Expected<std::vector<std::string>> selected_stems(const Selection& sel, const std::vector<Case>& cases) {
   std::set<std::string> stems;
   for (const auto& name : sel.ops) {
@@ -65,13 +65,14 @@ struct ScratchFolder {
   }
 };
 
-// The commit a --rev names, as a full hash: only a hash reaches `git archive`, so no revision text
-// is ever read as an option or a path.
-Expected<std::string> resolve_commit(const std::string& repo, const std::string& rev) {
+// golden/ of a git revision, extracted into `scratch`. Only a full commit hash reaches
+// `git archive`, so no revision text is ever read as an option or a path.
+Expected<std::string> extract_golden(const std::string& repo, const std::string& rev, ScratchFolder& scratch) {
   if (rev.empty() || rev[0] == '-') return parse_error(fmt::format("--rev '{}': a revision may not start with '-'", rev));
-  if (!std::regex_match(rev, std::regex("[A-Za-z0-9._/~^@{}-]+")) || repo.find('\'') != std::string::npos) {
+  if (!std::regex_match(rev, std::regex("[A-Za-z0-9._/~^@{}-]+"))) {
     return parse_error(fmt::format("--rev '{}': not a git revision name", rev));
   }
+  if (repo.find('\'') != std::string::npos) return io_error(repo + ": --rev needs a repository path without quotes");
   const std::string cmd =
       fmt::format("git -C '{}' rev-parse --verify --quiet --end-of-options '{}^{{commit}}' 2>/dev/null", repo, rev);
   std::string hash;
@@ -82,9 +83,20 @@ Expected<std::string> resolve_commit(const std::string& repo, const std::string&
   }
   while (!hash.empty() && (hash.back() == '\n' || hash.back() == '\r')) hash.pop_back();
   if (!std::regex_match(hash, std::regex("[0-9a-f]{40}|[0-9a-f]{64}"))) {
-    return io_error(fmt::format("{}: --rev '{}': not a commit of this git repository", repo, rev));
+    return io_error(fmt::format("{}: cannot extract golden/ of revision '{}': not a commit here", repo, rev));
   }
-  return hash;
+  std::error_code ec;
+  std::string tmpl = (std::filesystem::temp_directory_path(ec) / "opgate_golden_XXXXXX").string();
+  if (ec || tmpl.find('\'') != std::string::npos || mkdtemp(tmpl.data()) == nullptr) {
+    return io_error(fmt::format("{}: cannot create a scratch folder", tmpl));
+  }
+  scratch.path = tmpl;
+  const std::string archive = fmt::format(
+      "git -C '{}' archive --format=tar {} golden 2>/dev/null | tar -x -C '{}' 2>/dev/null", repo, hash, tmpl);
+  if (std::system(archive.c_str()) != 0 || !std::filesystem::is_directory(tmpl + "/golden")) {
+    return io_error(fmt::format("{}: cannot extract golden/ of revision '{}'", repo, rev));
+  }
+  return tmpl + "/golden";
 }
 
 }  // namespace
@@ -210,39 +222,21 @@ void add_golden(CLI::App& app, int& exit_code) {
       return;
     }
     GoldenTreeDiff total;
-    std::vector<std::string> stems;
-    for (const auto& name : o->sel.ops) {
-      auto op = resolve_op(name);
-      if (!op) {
-        exit_code = fail(op.status());
-        return;
-      }
-      stems.push_back((*op)->stem);
+    auto stems = selected_stems(o->sel, {});
+    if (!stems) {
+      exit_code = fail(stems.status());
+      return;
     }
-    if (stems.empty()) stems.push_back("");
+    if (stems->empty()) stems->push_back("");
     std::string before = *old_root, label = *old_root;
-    ScratchFolder scratch;
+    ScratchFolder scratch;  // removed on every return below
     if (!rev->empty()) {
-      // The revision's golden/ is extracted with git into a scratch folder.
-      auto commit = resolve_commit(root, *rev);
-      if (!commit) {
-        exit_code = fail(commit.status());
+      auto extracted = extract_golden(root, *rev, scratch);
+      if (!extracted) {
+        exit_code = fail(extracted.status());
         return;
       }
-      std::error_code ec;
-      std::string tmpl = (std::filesystem::temp_directory_path(ec) / "opgate_golden_XXXXXX").string();
-      if (ec || tmpl.find('\'') != std::string::npos || mkdtemp(tmpl.data()) == nullptr) {
-        exit_code = fail(io_error(fmt::format("{}: golden diff: cannot create a scratch folder", tmpl)));
-        return;
-      }
-      scratch.path = tmpl;
-      const std::string cmd = fmt::format(
-          "git -C '{}' archive --format=tar {} golden 2>/dev/null | tar -x -C '{}' 2>/dev/null", root, *commit, tmpl);
-      if (std::system(cmd.c_str()) != 0 || !std::filesystem::is_directory(tmpl + "/golden")) {
-        exit_code = fail(io_error(fmt::format("{}: cannot extract golden/ of revision '{}'", root, *rev)));
-        return;
-      }
-      before = tmpl + "/golden";
+      before = *extracted;
       label = *rev;
     }
     for (const auto& dir : {before, now}) {
@@ -251,7 +245,7 @@ void add_golden(CLI::App& app, int& exit_code) {
         return;
       }
     }
-    for (const auto& stem : stems) {
+    for (const auto& stem : *stems) {
       GoldenTreeDiff d = diff_golden_trees(before, now, stem);
       total.cases.insert(total.cases.end(), d.cases.begin(), d.cases.end());
     }

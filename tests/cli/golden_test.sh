@@ -156,7 +156,7 @@ if command -v git >/dev/null; then
   check "no scratch folder left in /tmp either" test "$(in_tmp)" = "$tmp_before"
   expect_error 2 "--rev '-o.*': a revision may not start with '-'" golden diff --rev "-o$WORK/x.tar" --root "$GIT"
   check "an option-like revision writes nothing" test ! -e "$WORK/x.tar"
-  expect_error 2 "$GIT: --rev 'nosuch': not a commit" golden diff --rev nosuch --root "$GIT"
+  expect_error 2 "$GIT: cannot extract golden/ of revision 'nosuch': not a commit" golden diff --rev nosuch --root "$GIT"
   "$OPGATE" golden diff --rev HEAD --root "$GIT" --out "$CLEAN" >"$WORK/diff.txt" 2>&1
   check "the committed golden files diff identical" test $? -eq 0
   fresh
