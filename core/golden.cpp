@@ -1,5 +1,5 @@
-// Golden folders: atomic regeneration, reading for `run --against golden`, and listing
-// (golden-format.md). Verification is in golden_verify.cpp.
+// Golden folders: atomic regeneration, reading for `run --against golden`, listing, and the case a
+// folder is made from (golden-format.md). Verification is in golden_verify.cpp.
 #include "core/golden.h"
 
 #include <dirent.h>
@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,43 @@ namespace opgate {
 
 using golden_folder::is_dir;
 using golden_folder::remove_tree;
+
+namespace {
+
+void collect_differences(const nlohmann::json& before, const nlohmann::json& after, const std::string& at,
+                         std::vector<CaseFieldDiff>& out) {
+  if (before.is_object() && after.is_object()) {
+    std::set<std::string> keys;
+    for (auto it = before.begin(); it != before.end(); ++it) keys.insert(it.key());
+    for (auto it = after.begin(); it != after.end(); ++it) keys.insert(it.key());
+    for (const auto& k : keys) {
+      const nlohmann::json none;
+      collect_differences(before.contains(k) ? before[k] : none, after.contains(k) ? after[k] : none,
+                          at.empty() ? k : at + "." + k, out);
+    }
+    return;
+  }
+  if (before == after) return;
+  auto text = [](const nlohmann::json& j) {
+    std::string s = j.is_null() ? "absent" : j.dump();
+    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+  };
+  out.push_back(CaseFieldDiff{at, text(before), text(after)});
+}
+
+}  // namespace
+
+std::vector<CaseFieldDiff> case_differences(const nlohmann::json& before, const nlohmann::json& after) {
+  std::vector<CaseFieldDiff> out;
+  collect_differences(before, after, "", out);
+  return out;
+}
+
+nlohmann::json golden_case_json(const Case& c, const Problem& problem) {
+  Case resolved = c;
+  resolved.params = problem.params_json();
+  return case_to_json(resolved);
+}
 
 std::string golden_case_dir(const std::string& root, const std::string& stem, const std::string& id) {
   return root + "/" + stem + "/" + id;
@@ -52,6 +90,23 @@ Status regenerate_golden(const std::string& root, const Case& c, const std::stri
   }
   if (had_old) remove_tree(old);
   return Status::ok();
+}
+
+Expected<std::vector<std::string>> remove_stale_golden(const std::string& root, const std::string& stem,
+                                                       const std::set<std::string>& keep) {
+  std::vector<std::string> removed;
+  for (const auto& dir : list_golden_dirs(root, stem)) {
+    const std::string id = golden_folder::last_part(dir);
+    if (keep.count(id)) continue;
+    const std::string aside = fmt::format("{}/{}/.{}.old.{}", root, stem, id, getpid());
+    remove_tree(aside);
+    if (rename(dir.c_str(), aside.c_str()) != 0) {
+      return io_error(fmt::format("{}: cannot remove: {}", dir, std::strerror(errno)));
+    }
+    remove_tree(aside);
+    removed.push_back(dir);
+  }
+  return removed;
 }
 
 Expected<GoldenCase> read_golden(const std::string& dir) {

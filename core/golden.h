@@ -4,6 +4,7 @@
 // recomputation, with a diagnosis of any mismatch.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,12 @@ std::string golden_case_dir(const std::string& root, const std::string& stem, co
 // Computes the case (fill, pack, reference) and writes its golden folder under `root`.
 Status regenerate_golden(const std::string& root, const Case& c, const std::string& harness_version);
 
+// Deletes the folders under root/<stem> whose case id is not in `keep` (the operator's whole set of
+// golden cases) and returns them. Each is renamed to a hidden name before deletion, so an
+// interrupted removal never leaves a half-deleted folder that looks like a case.
+Expected<std::vector<std::string>> remove_stale_golden(const std::string& root, const std::string& stem,
+                                                       const std::set<std::string>& keep);
+
 struct GoldenCase {
   nlohmann::json case_json;
   nlohmann::json manifest;
@@ -32,6 +39,18 @@ struct GoldenCase {
 // Fails, naming the file, unless the manifest fits the contract and its folder and every tensor
 // file matches its digest: corrupted expected values must never reach a comparison.
 Expected<GoldenCase> read_golden(const std::string& case_dir);
+
+// One field where two cases differ: its dotted path ("params.H") and both values as short JSON
+// text ("absent" when the field is missing on that side).
+struct CaseFieldDiff {
+  std::string field, before, after;
+};
+// Every leaf where two case.json objects differ, in field order. Verify, `run --against golden` and
+// diff all use this one rule, so they never disagree about whether a case changed.
+std::vector<CaseFieldDiff> case_differences(const nlohmann::json& before, const nlohmann::json& after);
+// The case as regeneration writes it to case.json: params as the problem resolves them, so a
+// default that changes counts as a change of the case.
+nlohmann::json golden_case_json(const Case& c, const Problem& problem);
 
 // Why stored golden values and freshly computed ones differ ("" when they agree): shape, or the
 // first element that differs by more than a few double ulps (libm may differ in the last bit).

@@ -97,8 +97,8 @@ GoldenCaseDiff diff_golden_case(const std::string& old_dir, const std::string& n
   auto new_case = read_json(new_dir + "/case.json");
   if (!old_case) return unreadable(old_case.status());
   if (!new_case) return unreadable(new_case.status());
-  if (*old_case != *new_case) {
-    d.notes.push_back(fmt::format("case.json differs: {} -> {}", old_case->dump(), new_case->dump()));
+  for (const auto& f : case_differences(*old_case, *new_case)) {
+    d.notes.push_back(fmt::format("case.json {}: {} -> {}", f.field, f.before, f.after));
   }
   const nlohmann::json old_tensors = tensor_entries(*old_manifest), new_tensors = tensor_entries(*new_manifest);
   std::set<std::string> files;

@@ -24,7 +24,7 @@ struct GoldenTensorDiff {
 struct GoldenCaseDiff {
   std::string op, id;
   std::string status;  // "identical", "changed", "added", "removed", "unreadable"
-  std::vector<std::string> notes;  // reference_version 1 -> 2; case.json differs; why unreadable
+  std::vector<std::string> notes;  // "reference_version 1 -> 2", "case.json params.H: 32 -> 64", why unreadable
   std::vector<GoldenTensorDiff> tensors;  // only the tensors that differ
 };
 

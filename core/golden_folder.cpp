@@ -161,9 +161,7 @@ Expected<Computed> compute(const Case& c, const std::string& harness_version) {
   const RefOutputs ref = problem->reference(inputs);
   const TensorMap packed = problem->pack(inputs);
   Computed out;
-  Case resolved = c;
-  resolved.params = problem->params_json();
-  out.case_json = case_to_json(resolved);
+  out.case_json = golden_case_json(c, *problem);
   for (const auto& [name, t] : packed) out.files.push_back(tensor_file("inputs/" + name + ".npy", t, t.dtype()));
   const SpecMap& specs = problem->specs();
   for (const auto& [name, t] : ref.expected) {

@@ -26,28 +26,6 @@ bool close_f64(double a, double b) {
                                            std::max(std::fabs(a), std::fabs(b)));
 }
 
-// "params.H: golden 32, case file 64" for every leaf where the two cases differ.
-void case_differences(const nlohmann::json& golden, const nlohmann::json& now, const std::string& at,
-                      std::vector<std::string>& out) {
-  if (golden.is_object() && now.is_object()) {
-    std::set<std::string> keys;
-    for (auto it = golden.begin(); it != golden.end(); ++it) keys.insert(it.key());
-    for (auto it = now.begin(); it != now.end(); ++it) keys.insert(it.key());
-    for (const auto& k : keys) {
-      const nlohmann::json none;
-      case_differences(golden.contains(k) ? golden[k] : none, now.contains(k) ? now[k] : none,
-                       at.empty() ? k : at + "." + k, out);
-    }
-    return;
-  }
-  if (golden == now) return;
-  auto text = [](const nlohmann::json& j) {
-    std::string s = j.is_null() ? "absent" : j.dump();
-    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-  };
-  out.push_back(fmt::format("{}: golden {}, case file {}", at, text(golden), text(now)));
-}
-
 // The golden case against the case files: the case of that id must still exist, unchanged.
 void check_against_case_files(const std::string& dir, const nlohmann::json& golden_case, const std::string& stem,
                               const std::vector<Case>& current,
@@ -59,7 +37,8 @@ void check_against_case_files(const std::string& dir, const nlohmann::json& gold
   }
   if (now == nullptr) {
     fail("case removed",
-         fmt::format("{}: no case file holds case '{}' any more; delete the folder or regenerate", dir, id));
+         fmt::format("{}: no case file holds case '{}' any more; `opgate golden regen --op {}` removes the folder",
+                     dir, id, stem));
     return;
   }
   auto problem = make_problem(*now);
@@ -67,13 +46,9 @@ void check_against_case_files(const std::string& dir, const nlohmann::json& gold
     fail("case changed", fmt::format("{}: {}", dir, problem.status().message()));
     return;
   }
-  Case resolved = *now;
-  resolved.params = (*problem)->params_json();
-  std::vector<std::string> diffs;
-  case_differences(golden_case, case_to_json(resolved), "", diffs);
-  for (const auto& d : diffs) {
-    fail("case changed",
-         fmt::format("{}/case.json differs from {}: {}", dir, now->source.empty() ? "the case" : now->source, d));
+  for (const auto& d : case_differences(golden_case, golden_case_json(*now, **problem))) {
+    fail("case changed", fmt::format("{}/case.json differs from {}: {}: golden {}, case file {}", dir,
+                                     now->source.empty() ? "the case" : now->source, d.field, d.before, d.after));
   }
 }
 

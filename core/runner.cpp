@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -140,6 +141,22 @@ CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt) {
   const Support support = backend.supports(problem);
   if (!support.yes) return finish(r, Verdict::kSkipped, support.reason, t0);
 
+  // Against golden, the folder must have been made from this very case. Otherwise a changed case
+  // shows up later as a disagreeing reference (blaming it) or passes against stale expected values.
+  std::optional<GoldenCase> golden;
+  if (opt.against_golden) {
+    auto read = read_golden(golden_case_dir(opt.golden_root, c.op, c.id));
+    if (!read) return finish(r, Verdict::kInvalidCase, read.status().message(), t0);
+    const auto diffs = case_differences(read->case_json, golden_case_json(c, problem));
+    if (!diffs.empty()) {
+      return finish(r, Verdict::kInvalidCase,
+                    fmt::format("case changed since golden regen: {} (golden {}, now {}); run `opgate golden regen`",
+                                diffs.front().field, diffs.front().before, diffs.front().after),
+                    t0);
+    }
+    golden = std::move(*read);
+  }
+
   // (4) fill and (5) reference or golden.
   auto t = Clock::now();
   auto filled = problem.fill(c.fill, c.seed);
@@ -151,16 +168,14 @@ CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt) {
   t = Clock::now();
   RefOutputs ref = problem.reference(inputs);
   TensorMap packed = problem.pack(inputs);
-  if (opt.against_golden) {
+  if (golden) {
     // read_golden has checked every digest, so corrupted files never reach the comparison.
-    auto golden = read_golden(golden_case_dir(opt.golden_root, c.op, c.id));
-    if (!golden) return finish(r, Verdict::kInvalidCase, golden.status().message(), t0);
     for (const auto& [name, tensor] : packed) {
       auto stored = golden->inputs.find(name);
       if (stored == golden->inputs.end() || !stored->second.bytes_equal(tensor)) {
         return finish(r, Verdict::kInvalidCase,
-                      fmt::format("golden input '{}' differs from the regenerated one: the case or the input "
-                                  "generator changed (`opgate golden verify` says which); run `opgate golden regen`",
+                      fmt::format("golden input '{}' differs from the regenerated one: the input generator "
+                                  "changed since golden regen; run `opgate golden regen`",
                                   name),
                       t0);
       }

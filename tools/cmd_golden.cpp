@@ -1,7 +1,10 @@
 // `opgate golden regen`, `verify` and `diff` (golden-format.md).
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -40,6 +43,62 @@ Expected<std::vector<Case>> golden_cases(const std::string& root, const Selectio
   return cases;
 }
 
+// The operator stems folders are listed for: --op, else the operators of the --cases files.
+Expected<std::vector<std::string>> selected_stems(const Selection& sel, const std::vector<Case>& cases) {
+  std::set<std::string> stems;
+  for (const auto& name : sel.ops) {
+    OPGATE_ASSIGN_OR_RETURN(const OpInfo* op, resolve_op(name));
+    stems.insert(op->stem);
+  }
+  if (stems.empty() && !sel.files.empty()) {
+    for (const auto& c : cases) stems.insert(c.op);
+  }
+  return std::vector<std::string>(stems.begin(), stems.end());
+}
+
+// Removes the scratch folder on every way out of `golden diff`.
+struct ScratchFolder {
+  std::string path;
+  ~ScratchFolder() {
+    std::error_code ignored;
+    if (!path.empty()) std::filesystem::remove_all(path, ignored);
+  }
+};
+
+// golden/ of a git revision, extracted into `scratch`. Only a full commit hash reaches
+// `git archive`, so no revision text is ever read as an option or a path.
+Expected<std::string> extract_golden(const std::string& repo, const std::string& rev, ScratchFolder& scratch) {
+  if (rev.empty() || rev[0] == '-') return parse_error(fmt::format("--rev '{}': a revision may not start with '-'", rev));
+  if (!std::regex_match(rev, std::regex("[A-Za-z0-9._/~^@{}-]+"))) {
+    return parse_error(fmt::format("--rev '{}': not a git revision name", rev));
+  }
+  if (repo.find('\'') != std::string::npos) return io_error(repo + ": --rev needs a repository path without quotes");
+  const std::string cmd =
+      fmt::format("git -C '{}' rev-parse --verify --quiet --end-of-options '{}^{{commit}}' 2>/dev/null", repo, rev);
+  std::string hash;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[128];
+    while (fgets(buf, sizeof buf, p) != nullptr) hash += buf;
+    if (pclose(p) != 0) hash.clear();
+  }
+  while (!hash.empty() && (hash.back() == '\n' || hash.back() == '\r')) hash.pop_back();
+  if (!std::regex_match(hash, std::regex("[0-9a-f]{40}|[0-9a-f]{64}"))) {
+    return io_error(fmt::format("{}: cannot extract golden/ of revision '{}': not a commit here", repo, rev));
+  }
+  std::error_code ec;
+  std::string tmpl = (std::filesystem::temp_directory_path(ec) / "opgate_golden_XXXXXX").string();
+  if (ec || tmpl.find('\'') != std::string::npos || mkdtemp(tmpl.data()) == nullptr) {
+    return io_error(fmt::format("{}: cannot create a scratch folder", tmpl));
+  }
+  scratch.path = tmpl;
+  const std::string archive = fmt::format(
+      "git -C '{}' archive --format=tar {} golden 2>/dev/null | tar -x -C '{}' 2>/dev/null", repo, hash, tmpl);
+  if (std::system(archive.c_str()) != 0 || !std::filesystem::is_directory(tmpl + "/golden")) {
+    return io_error(fmt::format("{}: cannot extract golden/ of revision '{}'", repo, rev));
+  }
+  return tmpl + "/golden";
+}
+
 }  // namespace
 
 void add_golden(CLI::App& app, int& exit_code) {
@@ -64,15 +123,36 @@ void add_golden(CLI::App& app, int& exit_code) {
       exit_code = fail(cases.status());
       return;
     }
+    // Only a regeneration of each operator's whole set knows which folders no case holds any more.
+    auto shard = selected_shard(o->sel);
+    if (!shard) {
+      exit_code = fail(shard.status());
+      return;
+    }
+    const bool whole_sets = o->sel.files.empty() && o->sel.filter.empty() && shard->second == 1;
     const std::string out = o->out.empty() ? root + "/golden" : o->out;
+    // Golden case ids by operator stem. An operator without any case read (no smoke or regression
+    // file under this root) has no entry, so its folders are never taken for stale.
+    std::map<std::string, std::set<std::string>> golden_ids;
     for (const auto& c : *cases) {
+      std::set<std::string>& ids = golden_ids[c.op];
       if (c.expect != 0) continue;  // rejected calls have no outputs to freeze
       Status st = regenerate_golden(out, c, harness_version());
       if (!st.is_ok()) {
         exit_code = fail(st);
         return;
       }
+      ids.insert(c.id);
       fmt::print("wrote {}\n", golden_case_dir(out, c.op, c.id));
+    }
+    if (!whole_sets) return;
+    for (const auto& [stem, ids] : golden_ids) {
+      auto removed = remove_stale_golden(out, stem, ids);
+      if (!removed) {
+        exit_code = fail(removed.status());
+        return;
+      }
+      for (const auto& dir : *removed) fmt::print("removed {}\n", dir);
     }
   });
 
@@ -90,17 +170,18 @@ void add_golden(CLI::App& app, int& exit_code) {
       exit_code = fail(current.status());
       return;
     }
+    // Only the operators the case files cover: another operator's folders are not "removed".
     std::vector<std::string> dirs;
-    if (o->sel.ops.empty()) {
+    if (o->sel.ops.empty() && o->sel.files.empty()) {
       dirs = list_golden_dirs(root);
     } else {
-      for (const auto& name : o->sel.ops) {
-        auto op = resolve_op(name);
-        if (!op) {
-          exit_code = fail(op.status());
-          return;
-        }
-        auto d = list_golden_dirs(root, (*op)->stem);
+      auto stems = selected_stems(o->sel, *current);
+      if (!stems) {
+        exit_code = fail(stems.status());
+        return;
+      }
+      for (const auto& stem : *stems) {
+        auto d = list_golden_dirs(root, stem);
         dirs.insert(dirs.end(), d.begin(), d.end());
       }
     }
@@ -141,39 +222,21 @@ void add_golden(CLI::App& app, int& exit_code) {
       return;
     }
     GoldenTreeDiff total;
-    std::vector<std::string> stems;
-    for (const auto& name : o->sel.ops) {
-      auto op = resolve_op(name);
-      if (!op) {
-        exit_code = fail(op.status());
-        return;
-      }
-      stems.push_back((*op)->stem);
+    auto stems = selected_stems(o->sel, {});
+    if (!stems) {
+      exit_code = fail(stems.status());
+      return;
     }
-    if (stems.empty()) stems.push_back("");
-    std::string before = *old_root, label = *old_root, scratch;
+    if (stems->empty()) stems->push_back("");
+    std::string before = *old_root, label = *old_root;
+    ScratchFolder scratch;  // removed on every return below
     if (!rev->empty()) {
-      // The revision's golden/ is extracted with git into a scratch folder.
-      if (!std::regex_match(*rev, std::regex("[A-Za-z0-9._/~^@{}-]+"))) {
-        exit_code = fail(parse_error(fmt::format("--rev '{}': not a git revision name", *rev)));
+      auto extracted = extract_golden(root, *rev, scratch);
+      if (!extracted) {
+        exit_code = fail(extracted.status());
         return;
       }
-      char tmpl[] = "/tmp/opgate_golden_XXXXXX";
-      if (mkdtemp(tmpl) == nullptr) {
-        exit_code = fail(io_error("golden diff: cannot create a scratch folder in /tmp"));
-        return;
-      }
-      const std::string cmd = fmt::format("git -C '{}' archive --format=tar '{}' golden 2>/dev/null | tar -x -C '{}' 2>/dev/null", root, *rev,
-                                          tmpl);
-      if (root.find('\'') != std::string::npos || std::system(cmd.c_str()) != 0 ||
-          !std::filesystem::is_directory(std::string(tmpl) + "/golden")) {
-        std::error_code ignored;
-        std::filesystem::remove_all(tmpl, ignored);
-        exit_code = fail(io_error(fmt::format("golden diff: cannot extract golden/ of revision '{}' from {}", *rev, root)));
-        return;
-      }
-      scratch = tmpl;
-      before = scratch + "/golden";
+      before = *extracted;
       label = *rev;
     }
     for (const auto& dir : {before, now}) {
@@ -182,12 +245,10 @@ void add_golden(CLI::App& app, int& exit_code) {
         return;
       }
     }
-    for (const auto& stem : stems) {
+    for (const auto& stem : *stems) {
       GoldenTreeDiff d = diff_golden_trees(before, now, stem);
       total.cases.insert(total.cases.end(), d.cases.begin(), d.cases.end());
     }
-    std::error_code ignored;
-    if (!scratch.empty()) std::filesystem::remove_all(scratch, ignored);
     if (total.cases.empty()) {
       exit_code = fail(io_error(fmt::format("{} and {}: no golden cases found", before, now)));
       return;

@@ -106,9 +106,71 @@ P
 verify_says "verify notices an edited case" "$ID: case changed$" --out "$G" --root "$WORK/repo"
 check "verify names the changed field" grep -q "params.H: golden 32, case file 64" "$WORK/verify.txt"
 check "verify notices a removed case" grep -q "mfrg.copy_no_scales.f32.001: case removed" "$WORK/verify.txt"
+check "verify says regen removes it" grep -qF "\`opgate golden regen --op $OP\` removes the folder" "$WORK/verify.txt"
 check "verify counts the two" grep -q "golden: 6 case(s), 4 ok, 2 mismatched" "$WORK/verify.txt"
 verify_says "--cases names the case files" "$ID: case changed" --out "$G" --cases "$WORK/repo/cases/$OP/smoke.json"
 expect_error 2 "nowhere.json" golden verify --out "$G" --cases "$WORK/nowhere.json"
+
+# --- a run against golden refuses a case edited since regen, naming the field, not the reference ---
+"$OPGATE" run --cases "$WORK/repo/cases/$OP/smoke.json" --filter "$ID" --against golden --golden-root "$G" \
+  --out "$WORK/r_edited" -q >"$WORK/run.txt" 2>&1
+check "a case edited since regen fails the run" test $? -eq 1
+check "the run says the case changed" grep -qF "case changed since golden regen: params.H (golden 32, now 64); run \`opgate golden regen\`" "$WORK/run.txt"
+check "the run does not blame the reference" test "$(grep -c "disagree" "$WORK/run.txt")" -eq 0
+
+# --- verify --cases checks only the operators of those files ---
+fresh; mkdir -p "$G/moe_ffn/mffn.other_op.f16.001"
+"$OPGATE" golden verify --out "$G" --cases "$SMOKE" >"$WORK/verify.txt" 2>&1
+check "verify --cases ignores another operator's folders" test $? -eq 0
+check "verify --cases does not list them" test "$(grep -c moe_ffn "$WORK/verify.txt")" -eq 0
+
+# --- regen of an operator's whole set removes folders whose case is gone; regen --cases never does ---
+fresh
+mkdir -p "$WORK/repo2/cases/$OP"
+python3 - "$SMOKE" "$WORK/repo2/cases/$OP/smoke.json" <<'P'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["cases"] = [c for c in d["cases"] if c["id"] != "mfrg.copy_no_scales.f32.001"]
+json.dump(d, open(sys.argv[2], "w"))
+P
+"$OPGATE" golden regen --cases "$WORK/repo2/cases/$OP/smoke.json" --out "$G" >"$WORK/regen.txt" 2>&1
+check "regen --cases keeps folders of other cases" test -d "$G/$OP/mfrg.copy_no_scales.f32.001"
+"$OPGATE" golden regen --op "$OP" --root "$WORK/repo2" --out "$G" >"$WORK/regen.txt" 2>&1
+check "regen --op exits 0" test $? -eq 0
+check "regen names the folder it removed" grep -qx "removed $G/$OP/mfrg.copy_no_scales.f32.001" "$WORK/regen.txt"
+check "the removed case's folder is gone" test ! -e "$G/$OP/mfrg.copy_no_scales.f32.001"
+check "regen removes nothing else" test "$(grep -c '^removed' "$WORK/regen.txt")" -eq 1
+"$OPGATE" golden verify --out "$G" --root "$WORK/repo2" >/dev/null 2>&1
+check "after regen the golden files verify" test $? -eq 0
+
+# --- golden diff --rev: only a commit reaches git, and the scratch folder never outlives the command ---
+if command -v git >/dev/null; then
+  GIT="$WORK/gitrepo"; mkdir -p "$GIT" "$WORK/tmp"; cp -r "$CLEAN" "$GIT/golden"
+  git -C "$GIT" init -q && git -C "$GIT" add golden && git -C "$GIT" -c user.name=t -c user.email=t@t commit -qm golden
+  export TMPDIR="$WORK/tmp"
+  # Scratch folders go to $TMPDIR; a harness that ignored it would leak into /tmp.
+  in_tmp() { ls -d /tmp/opgate_golden_?????? 2>/dev/null | sort; }
+  tmp_before=$(in_tmp)
+  expect_error 2 "^opgate: error: /nonexistent: no such golden folder" golden diff --rev HEAD --root "$GIT" --out /nonexistent
+  check "no scratch folder left after an error" test -z "$(ls -A "$WORK/tmp")"
+  check "no scratch folder left in /tmp either" test "$(in_tmp)" = "$tmp_before"
+  expect_error 2 "--rev '-o.*': a revision may not start with '-'" golden diff --rev "-o$WORK/x.tar" --root "$GIT"
+  check "an option-like revision writes nothing" test ! -e "$WORK/x.tar"
+  expect_error 2 "$GIT: cannot extract golden/ of revision 'nosuch': not a commit" golden diff --rev nosuch --root "$GIT"
+  "$OPGATE" golden diff --rev HEAD --root "$GIT" --out "$CLEAN" >"$WORK/diff.txt" 2>&1
+  check "the committed golden files diff identical" test $? -eq 0
+  fresh
+  python3 - "$G/$OP/$ID/case.json" <<'P'
+import json, sys
+p = sys.argv[1]; d = json.load(open(p)); d["params"]["H"] = 64; d["seed"] = 9; json.dump(d, open(p, "w"))
+P
+  "$OPGATE" golden diff --rev HEAD --root "$GIT" --out "$G" >"$WORK/diff.txt" 2>&1
+  check "an edited case.json is a difference" test $? -eq 1
+  check "diff notes each changed case field" grep -qx "    case.json params.H: 32 -> 64" "$WORK/diff.txt"
+  check "diff notes the seed on its own line" grep -qx "    case.json seed: 2 -> 9" "$WORK/diff.txt"
+  check "no scratch folder left after a diff" test -z "$(ls -A "$WORK/tmp")"
+  unset TMPDIR
+fi
 
 # --- a case without a golden folder (a ci or nightly case) is a harness error naming the folder ---
 "$OPGATE" repro '{"id": "mfrg.nightly_not_golden.f16.001", "op": "moe_finalize_routing_v2_grad", "params": {"R": 2}}' \

@@ -82,14 +82,16 @@ TEST_F(GoldenDiff, integer_inputs_count_changed_elements) {
 TEST_F(GoldenDiff, shape_change_version_bump_and_case_edit_are_named) {
   const auto a = make_case("old", "c", {1, 2});
   const auto b = make_case("new", "c", {1, 2, 3}, {1, 2, 3}, 2);
-  std::ofstream(b + "/case.json") << nlohmann::json{{"id", "c"}, {"seed", 2}}.dump();
+  std::ofstream(b + "/case.json") << nlohmann::json{{"id", "c"}, {"seed", 2}, {"note", "n"}}.dump();
   const GoldenCaseDiff d = diff_golden_case(a, b);
   EXPECT_EQ(d.status, "changed");
   ASSERT_EQ(d.tensors.size(), 1u);
   EXPECT_EQ(d.tensors[0].status, "reshaped");
-  ASSERT_EQ(d.notes.size(), 2u);
+  // One note per changed case field, not both whole cases on one line.
+  ASSERT_EQ(d.notes.size(), 3u);
   EXPECT_EQ(d.notes[0], "reference_version 1 -> 2");
-  EXPECT_NE(d.notes[1].find("case.json differs"), std::string::npos);
+  EXPECT_EQ(d.notes[1], "case.json note: absent -> \"n\"");
+  EXPECT_EQ(d.notes[2], "case.json seed: 1 -> 2");
 }
 
 TEST_F(GoldenDiff, trees_report_added_removed_and_unreadable_cases) {

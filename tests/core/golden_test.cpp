@@ -190,6 +190,46 @@ TEST_F(Golden, a_run_against_golden_cross_checks_the_reference) {
   EXPECT_EQ(r.reason.rfind("golden and reference disagree: gradScalesOut (1 of 12 elements differ", 0), 0u) << r.reason;
 }
 
+TEST_F(Golden, a_run_against_golden_refuses_a_case_changed_since_regen) {
+  auto emu = make_backend("emu");
+  ASSERT_TRUE(emu);
+  RunOptions opt;
+  opt.against_golden = true;
+  opt.golden_root = root_;
+  Case edited = case_;
+  edited.params["H"] = 64;  // the golden folder was made with H = 32
+  const CaseResult r = run_case(edited, **emu, opt);
+  EXPECT_EQ(r.verdict, Verdict::kInvalidCase);
+  EXPECT_EQ(r.reason, "case changed since golden regen: params.H (golden 32, now 64); run `opgate golden regen`");
+  // An edit that leaves every output alone is still a different case than the one frozen.
+  edited = case_;
+  edited.note = "reworded";
+  EXPECT_EQ(run_case(edited, **emu, opt).reason.rfind("case changed since golden regen: note (golden absent", 0), 0u);
+}
+
+TEST(GoldenCase, differences_name_each_leaf_field) {
+  const nlohmann::json a{{"id", "x"}, {"params", {{"H", 32}, {"R", 2}}}, {"seed", 1}};
+  const nlohmann::json b{{"id", "x"}, {"params", {{"H", 64}, {"R", 2}}}, {"note", "n"}};
+  const std::vector<CaseFieldDiff> d = case_differences(a, b);
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].field, "note");
+  EXPECT_EQ(d[0].before, "absent");
+  EXPECT_EQ(d[1].field, "params.H");
+  EXPECT_EQ(d[1].after, "64");
+  EXPECT_EQ(d[2].field, "seed");
+  EXPECT_EQ(d[2].after, "absent");
+  EXPECT_TRUE(case_differences(a, a).empty());
+}
+
+TEST_F(Golden, stale_folders_are_removed_and_kept_ones_stay) {
+  ASSERT_TRUE(make_dirs(golden_case_dir(root_, kOp, "mfrg.gone.f16.001")).is_ok());
+  auto removed = remove_stale_golden(root_, kOp, {kId});
+  ASSERT_TRUE(removed) << removed.status().message();
+  ASSERT_EQ(removed->size(), 1u);
+  EXPECT_EQ((*removed)[0], golden_case_dir(root_, kOp, "mfrg.gone.f16.001"));
+  EXPECT_EQ(list_golden_dirs(root_), std::vector<std::string>{dir_});
+}
+
 TEST_F(Golden, a_run_against_a_corrupted_golden_is_no_device_verdict) {
   auto emu = make_backend("emu");
   ASSERT_TRUE(emu);
