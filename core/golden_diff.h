@@ -18,7 +18,7 @@ struct GoldenTensorDiff {
   int64_t changed = 0;  // elements whose stored bits differ
   int64_t visible = 0;  // float64 expected values whose device-dtype rounding differs
   double max_abs = 0;   // largest |new - old| over changed finite elements
-  double max_ulps = 0;  // the same in ulps of the device dtype at the old value
+  double max_ulps = 0;  // the same in ulps of the device dtype at the larger value
 };
 
 struct GoldenCaseDiff {

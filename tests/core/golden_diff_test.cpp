@@ -69,6 +69,16 @@ TEST_F(GoldenDiff, measures_changes_in_device_ulps_and_counts_the_visible_ones) 
   EXPECT_DOUBLE_EQ(t.max_ulps, 1.0);
 }
 
+TEST_F(GoldenDiff, a_change_away_from_zero_is_measured_at_the_new_value) {
+  // 0 -> 72: ulp of float16 at 72 (in [64, 128)) is 2^-4, so the change is 72 / 2^-4 = 1152 ulps,
+  // not 72 / 2^-24 (the subnormal step at 0).
+  const auto a = make_case("old", "c", {0});
+  const auto b = make_case("new", "c", {72});
+  const GoldenCaseDiff d = diff_golden_case(a, b);
+  ASSERT_EQ(d.tensors.size(), 1u);
+  EXPECT_DOUBLE_EQ(d.tensors[0].max_ulps, 1152.0);
+}
+
 TEST_F(GoldenDiff, integer_inputs_count_changed_elements) {
   const auto a = make_case("old", "c", {1}, {1, 2, 3});
   const auto b = make_case("new", "c", {1}, {1, 7, 3});
