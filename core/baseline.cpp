@@ -171,8 +171,9 @@ Status accept_baseline(const std::string& report, const std::string& dir, const 
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
   // Absolute: the baseline outlives the working directory it was accepted from.
-  const std::string from = std::filesystem::absolute(folder).lexically_normal().string();
-  nlohmann::json manifest{{"accepted_from", from.size() > 1 && from.back() == '/' ? from.substr(0, from.size() - 1) : from},
+  std::string from = std::filesystem::absolute(folder).lexically_normal().string();
+  if (from.size() > 1 && from.back() == '/') from.pop_back();
+  nlohmann::json manifest{{"accepted_from", from},
                           {"accepted_at", stamp},
                           {"harness_version", harness_version},
                           {"cases", results.size()},

@@ -281,7 +281,8 @@ Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann
     has_run_json = before.path == run_json;
     // The case files may have gained or lost cases since; `merge` and `baseline accept` judge
     // whether the run is finished by this count, so it must be this run's.
-    if (has_run_json && run_info.contains("cases") && before.info.value("cases", nlohmann::json()) != run_info["cases"]) {
+    if (has_run_json && run_info.contains("cases") &&
+        before.info.value("cases", nlohmann::json()) != run_info["cases"]) {
       refreshed = before.info;
       refreshed["cases"] = run_info["cases"];
     }
@@ -301,7 +302,8 @@ Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann
   if (!has_run_json) {
     OPGATE_TRY(write_file_atomic(run_json, run_info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
   } else if (!refreshed.is_null()) {
-    OPGATE_TRY(write_file_atomic(run_json, refreshed.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+    OPGATE_TRY(
+        write_file_atomic(run_json, refreshed.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
   }
   if (!resume) {
     std::ofstream truncate(results, std::ios::trunc);

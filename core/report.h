@@ -68,7 +68,8 @@ constexpr std::array<const char*, 5> kResumeFields = {"backend", "repeat", "agai
 nlohmann::json run_field(const nlohmann::json& info, const std::string& field);
 // The first of `fields` whose run_field differs between two run infos; nullptr when none does.
 template <size_t N>
-const char* first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::array<const char*, N>& fields) {
+const char* first_difference(const nlohmann::json& a, const nlohmann::json& b,
+                             const std::array<const char*, N>& fields) {
   for (const char* field : fields) {
     if (run_field(a, field) != run_field(b, field)) return field;
   }
