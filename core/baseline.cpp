@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <array>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <sys/stat.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/npy.h"
 
@@ -146,12 +148,21 @@ Expected<std::vector<CaseResult>> read_baseline(const std::string& path) {
   return read_results(file);
 }
 
-Status accept_baseline(const std::string& report_dir, const std::string& dir, const std::string& harness_version) {
-  const std::string source = report_dir + "/results.jsonl";
+Status accept_baseline(const std::string& report, const std::string& dir, const std::string& harness_version) {
+  OPGATE_ASSIGN_OR_RETURN(const std::string folder, report_folder(report));
+  const std::string source = folder + "/results.jsonl";
   OPGATE_ASSIGN_OR_RETURN(std::string text, read_file(source));
   // Parsed first, so a corrupt report never becomes the baseline.
   OPGATE_ASSIGN_OR_RETURN(std::vector<CaseResult> results, read_results(source));
   if (results.empty()) return parse_error(fmt::format("{}: no results: refusing an empty baseline", source));
+  // Cases a baseline lacks are never reported missing, so a partial report would hide them for good.
+  OPGATE_ASSIGN_OR_RETURN(RunInfoFile run, read_run_info(folder));
+  OPGATE_TRY(check_finished(folder, run, results.size()));
+  if (run.info.is_object() && run.info.contains("shard")) {
+    return parse_error(fmt::format("{}: a single shard ({}) of a split run: merge the shards first with `opgate "
+                                   "merge`, then accept the merged report",
+                                   run.path, run_field_text(run.info["shard"])));
+  }
   nlohmann::json counts = nlohmann::json::object();
   for (const auto& r : results) counts[verdict_name(r.verdict)] = counts.value(verdict_name(r.verdict), 0) + 1;
   std::time_t now = std::time(nullptr);
@@ -159,14 +170,49 @@ Status accept_baseline(const std::string& report_dir, const std::string& dir, co
   gmtime_r(&now, &tm);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  const nlohmann::json manifest{{"accepted_from", report_dir},
-                                {"accepted_at", stamp},
-                                {"harness_version", harness_version},
-                                {"cases", results.size()},
-                                {"verdicts", counts}};
+  // Absolute: the baseline outlives the working directory it was accepted from.
+  std::string from = std::filesystem::absolute(folder).lexically_normal().string();
+  if (from.size() > 1 && from.back() == '/') from.pop_back();
+  nlohmann::json manifest{{"accepted_from", from},
+                          {"accepted_at", stamp},
+                          {"harness_version", harness_version},
+                          {"cases", results.size()},
+                          {"verdicts", counts}};
+  for (const char* field : kConfigFields) {
+    const nlohmann::json v = run_field(run.info, field);
+    if (!v.is_null()) manifest[field] = v;
+  }
   OPGATE_TRY(make_dirs(dir));
   OPGATE_TRY(write_file_atomic(dir + "/results.jsonl", text));
   return write_file_atomic(dir + "/baseline.json", manifest.dump(2) + "\n");
+}
+
+Expected<std::string> baseline_config_mismatch(const std::string& baseline_path, const std::string& report_dir) {
+  struct stat st {};
+  const bool is_dir = ::stat(baseline_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  const std::string folder = is_dir ? baseline_path : std::filesystem::path(baseline_path).parent_path().string();
+  const std::string manifest_path = (folder.empty() ? std::string(".") : folder) + "/baseline.json";
+  if (::stat(manifest_path.c_str(), &st) != 0) return std::string();  // not accepted by `baseline accept`
+  OPGATE_ASSIGN_OR_RETURN(std::string text, read_file(manifest_path));
+  nlohmann::json manifest;
+  try {
+    manifest = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return parse_error(fmt::format("{}: malformed JSON: {}", manifest_path, e.what()));
+  }
+  OPGATE_ASSIGN_OR_RETURN(RunInfoFile run, read_run_info(report_dir));
+  // Only fields both sides record: older baselines and reports say nothing either way.
+  std::vector<std::string> was, is;
+  for (const char* field : {"backend", "against"}) {
+    const nlohmann::json b = run_field(manifest, field);
+    const nlohmann::json r = run_field(run.info, field);
+    if (b.is_null() || r.is_null() || b == r) continue;
+    was.push_back(fmt::format("{} {}", field, b.dump()));
+    is.push_back(fmt::format("{} {}", field, r.dump()));
+  }
+  if (was.empty()) return std::string();
+  return fmt::format("{}: the baseline has {}, but {} has {}: results of different configurations are compared",
+                     manifest_path, fmt::join(was, ", "), run.path, fmt::join(is, ", "));
 }
 
 }  // namespace opgate

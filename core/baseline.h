@@ -72,7 +72,12 @@ nlohmann::json to_json(const BaselineDiff& diff);
 // A baseline is a report folder (its results.jsonl) or a results.jsonl file.
 Expected<std::vector<CaseResult>> read_baseline(const std::string& path);
 // Installs a report's results.jsonl as the baseline in `dir` (atomically), with baseline.json
-// recording where it came from and its counts.
-Status accept_baseline(const std::string& report_dir, const std::string& dir, const std::string& harness_version);
+// recording where it came from (absolute), its counts and the backend, against and repeat of its
+// run.json. `report` is a report folder or its results.jsonl. Refused: an unfinished run (fewer
+// results than it selected) and one shard of a split run (merge the shards first).
+Status accept_baseline(const std::string& report, const std::string& dir, const std::string& harness_version);
+// When the baseline's baseline.json records a backend or against other than the report folder's
+// run.json, one line saying so (a warning: the comparison is likely meaningless); else "".
+Expected<std::string> baseline_config_mismatch(const std::string& baseline_path, const std::string& report_dir);
 
 }  // namespace opgate

@@ -173,9 +173,24 @@ Expected<std::vector<CaseResult>> parse_results(const std::string& text, const s
   return out;
 }
 
-// What a run info field means for resuming. The backend's probe also carries library versions
-// and the like, which may change between attempts; its name (with any defect) and SoC may not.
-nlohmann::json resume_value(const nlohmann::json& info, const std::string& field) {
+Status check_same_run(const RunInfoFile& before, const nlohmann::json& now) {
+  for (const char* field : kResumeFields) {
+    const nlohmann::json was = run_field(before.info, field);
+    // Older folders did not record their selection; refusing them would strand their results.
+    if (was.is_null() && std::string(field) == "selection") continue;
+    const nlohmann::json is = run_field(now, field);
+    if (was != is) {
+      return parse_error(fmt::format("{}: cannot resume: {} was {}, this run has {} (use another --out folder)",
+                                     before.path, field, run_field_text(was), run_field_text(is)));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+nlohmann::json run_field(const nlohmann::json& info, const std::string& field) {
+  if (!info.is_object()) return nullptr;
   const nlohmann::json v = info.value(field, nlohmann::json());
   if (field != "backend" || !v.is_object()) return v;
   const nlohmann::json name = v.value("backend", nlohmann::json());
@@ -184,20 +199,36 @@ nlohmann::json resume_value(const nlohmann::json& info, const std::string& field
   return identity;
 }
 
-Status check_same_run(const RunInfoFile& before, const nlohmann::json& now) {
-  for (const char* field : kResumeFields) {
-    const nlohmann::json was = resume_value(before.info, field);
-    const nlohmann::json is = resume_value(now, field);
-    if (was != is) {
-      return parse_error(fmt::format("{}: cannot resume: {} was {}, this run has {} (use another --out folder)",
-                                     before.path, field, was.is_null() ? "unset" : was.dump(),
-                                     is.is_null() ? "unset" : is.dump()));
-    }
-  }
-  return Status::ok();
+std::string run_field_text(const nlohmann::json& value) { return value.is_null() ? "unset" : value.dump(); }
+
+Status check_finished(const std::string& dir, const RunInfoFile& run, size_t results) {
+  const nlohmann::json& info = run.info;
+  if (!info.is_object() || !info.contains("cases") || !info["cases"].is_number_integer()) return Status::ok();
+  const int64_t cases = info["cases"].get<int64_t>();
+  if (static_cast<int64_t>(results) >= cases) return Status::ok();
+  return parse_error(fmt::format("{}: unfinished run: {} of {} cases have results (finish it with "
+                                 "`opgate run --resume --out {}` and the same selection)",
+                                 dir, results, cases, dir));
 }
 
-}  // namespace
+Expected<std::string> report_folder(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return io_error(fmt::format("{}: no such report (a report folder or its results.jsonl)", path));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    // Reports are folders; a results.jsonl stands for the folder it is in (run.json, failed/).
+    const size_t slash = path.rfind('/');
+    const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+    if (name != "results.jsonl") {
+      return parse_error(fmt::format("{}: not a report (a report folder or its results.jsonl)", path));
+    }
+    return slash == std::string::npos ? std::string(".") : slash == 0 ? std::string("/") : path.substr(0, slash);
+  }
+  const std::string results = path + "/results.jsonl";
+  if (::stat(results.c_str(), &st) != 0) return io_error(fmt::format("{}: missing (not a report folder?)", results));
+  return path;
+}
 
 Expected<std::vector<CaseResult>> read_results(const std::string& path) {
   OPGATE_ASSIGN_OR_RETURN(std::string text, read_if_present(path));
@@ -241,12 +272,20 @@ Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann
   std::string text;
   size_t keep = 0;
   bool has_run_json = false;
+  nlohmann::json refreshed;  // the folder's run.json with this run's case count, when that changed
   if (resume) {
     // Everything is checked before anything is written: results of two configurations must never
     // mix, and a corrupt results.jsonl stays as it is for a person to look at.
     OPGATE_ASSIGN_OR_RETURN(RunInfoFile before, read_run_info(dir));
     if (!before.info.is_null()) OPGATE_TRY(check_same_run(before, run_info));
     has_run_json = before.path == run_json;
+    // The case files may have gained or lost cases since; `merge` and `baseline accept` judge
+    // whether the run is finished by this count, so it must be this run's.
+    if (has_run_json && run_info.contains("cases") &&
+        before.info.value("cases", nlohmann::json()) != run_info["cases"]) {
+      refreshed = before.info;
+      refreshed["cases"] = run_info["cases"];
+    }
     OPGATE_ASSIGN_OR_RETURN(text, read_if_present(results));
     // A crash can cut the last line short; appending to it would glue the next result onto it and
     // make both unreadable, so the file is cut back to just after its last newline (the case that
@@ -262,6 +301,9 @@ Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann
   OPGATE_TRY(make_dirs(dir + "/failed"));
   if (!has_run_json) {
     OPGATE_TRY(write_file_atomic(run_json, run_info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+  } else if (!refreshed.is_null()) {
+    OPGATE_TRY(
+        write_file_atomic(run_json, refreshed.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
   }
   if (!resume) {
     std::ofstream truncate(results, std::ios::trunc);

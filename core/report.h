@@ -55,8 +55,28 @@ int gate_exit_code(const VerdictCounts& counts, bool strict);
 // "cases:12 passed:10 failed:1 ..." — the closing counter line.
 std::string counts_line(const VerdictCounts& counts);
 
-// The run info fields that give a result its meaning; `--resume` refuses a run that differs in any.
-constexpr std::array<const char*, 4> kResumeFields = {"backend", "repeat", "against", "shard"};
+// The run info fields that give a result its meaning: reports that differ in one are not comparable,
+// so `merge` refuses to combine them.
+constexpr std::array<const char*, 3> kConfigFields = {"backend", "repeat", "against"};
+// What `--resume` must also share with the folder: the same shard and case selection. A folder
+// written before runs recorded "selection" is not refused for lacking it.
+constexpr std::array<const char*, 5> kResumeFields = {"backend", "repeat", "against", "shard", "selection"};
+
+// A run info field as runs are compared: the backend's probe also carries library versions and the
+// like, which may change between runs, so it is reduced to its name (with any defect) and SoC.
+// Null when the field is absent.
+nlohmann::json run_field(const nlohmann::json& info, const std::string& field);
+// The first of `fields` whose run_field differs between two run infos; nullptr when none does.
+template <size_t N>
+const char* first_difference(const nlohmann::json& a, const nlohmann::json& b,
+                             const std::array<const char*, N>& fields) {
+  for (const char* field : fields) {
+    if (run_field(a, field) != run_field(b, field)) return field;
+  }
+  return nullptr;
+}
+// How a run_field value reads in a message: its JSON, or "unset".
+std::string run_field_text(const nlohmann::json& value);
 
 // A report folder's run info and the file it came from: run.json, else the first line of
 // summary.txt (folders written before run.json); `info` is null when neither exists.
@@ -65,12 +85,19 @@ struct RunInfoFile {
   nlohmann::json info;
 };
 Expected<RunInfoFile> read_run_info(const std::string& dir);
+// Refuses a report whose run info says it selected more cases than `results` holds: a run killed
+// and never resumed would silently leave its remaining cases out ("<dir>: unfinished run: ...").
+Status check_finished(const std::string& dir, const RunInfoFile& run, size_t results);
+// The report folder a command-line argument names: the folder itself or its results.jsonl. Errors
+// call it a report: "<path>: no such report ...", "<dir>/results.jsonl: missing (not a report folder?)".
+Expected<std::string> report_folder(const std::string& path);
 
 class ReportWriter {
  public:
   // Creates `dir` (and failed/) and writes run.json. With `resume`, first refuses a run_info that
   // differs from the folder's in a kResumeFields field, then cuts a partial last line off
-  // results.jsonl and remembers the case ids it holds. Nothing is written when it fails.
+  // results.jsonl and remembers the case ids it holds; run.json keeps its first run's info except
+  // "cases", which becomes this run's count. Nothing is written when it fails.
   static Expected<ReportWriter> open(const std::string& dir, const nlohmann::json& run_info, bool resume);
   const std::set<std::string>& done_ids() const { return done_; }
   // Appends one line to results.jsonl and flushes it; failures also get failed/<id>.json.

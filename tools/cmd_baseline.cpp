@@ -16,7 +16,7 @@ void add_baseline(CLI::App& app, int& exit_code) {
   auto* accept = cmd->add_subcommand("accept", "Install a report's results as the accepted baseline");
   auto report = std::make_shared<std::string>();
   auto to = std::make_shared<std::string>();
-  accept->add_option("report", *report, "Report folder (from run or merge)")->required();
+  accept->add_option("report", *report, "Report folder (from run or merge) or its results.jsonl")->required();
   accept->add_option("--to", *to, "Baseline folder to write (results.jsonl + baseline.json)")->required();
   accept->callback([report, to, &exit_code] {
     const Status st = accept_baseline(*report, *to, harness_version());
@@ -33,7 +33,8 @@ void add_baseline(CLI::App& app, int& exit_code) {
   auto current = std::make_shared<std::string>();
   auto strict = std::make_shared<bool>(false);
   add_baseline_flags(diff, *flags, false);
-  diff->add_option("report", *current, "Report folder to judge (a merged report for sharded runs)")->required();
+  diff->add_option("report", *current, "Report folder to judge (a merged report for sharded runs) or its results.jsonl")
+      ->required();
   diff->add_flag("--strict", *strict, "MISTRUSTED cases fail the gate");
   diff->callback([flags, current, strict, &exit_code] {
     auto baseline = read_baseline(flags->path);
@@ -41,9 +42,21 @@ void add_baseline(CLI::App& app, int& exit_code) {
       exit_code = fail(baseline.status());
       return;
     }
+    // The folder, also for a results.jsonl argument: baseline.txt and baseline.json go beside it.
+    auto folder = report_folder(*current);
+    if (!folder) {
+      exit_code = fail(folder.status());
+      return;
+    }
+    auto mismatch = baseline_config_mismatch(flags->path, *folder);
+    if (!mismatch) {
+      exit_code = fail(mismatch.status());
+      return;
+    }
+    if (!mismatch->empty()) fmt::print(stderr, "opgate: warning: {}\n", *mismatch);
     flags->options.strict = *strict;
     // The report is complete (merged), so every baseline case is in scope.
-    auto code = gate_against_baseline(*baseline, *flags, *current, [](const CaseResult&) { return true; });
+    auto code = gate_against_baseline(*baseline, *flags, *folder, [](const CaseResult&) { return true; });
     exit_code = code ? *code : fail(code.status());
   });
 }

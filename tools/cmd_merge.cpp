@@ -30,14 +30,7 @@ Expected<MergeInput> read_input(const std::string& dir) {
   if (!fs::is_regular_file(path)) return io_error(fmt::format("{}: missing (not a report folder?)", path));
   OPGATE_ASSIGN_OR_RETURN(in.results, read_results(path));
   OPGATE_ASSIGN_OR_RETURN(in.run, read_run_info(dir));
-  // A shard killed and never resumed would silently leave its remaining cases out of the merge.
-  const nlohmann::json& info = in.run.info;
-  if (info.is_object() && info.contains("cases") && info["cases"].is_number_unsigned() &&
-      in.results.size() < info["cases"].get<size_t>()) {
-    return parse_error(fmt::format("{}: unfinished run: {} of {} cases have results (finish it with "
-                                   "`opgate run --resume --out {}` and the same selection)",
-                                   dir, in.results.size(), info["cases"].get<size_t>(), dir));
-  }
+  OPGATE_TRY(check_finished(dir, in.run, in.results.size()));
   for (auto& r : in.results) {
     if (!verdict_fails(r.verdict, true)) continue;
     // The failed/<id>.json of each shard carries the case; copy it instead of re-deriving it.
@@ -106,6 +99,42 @@ Status check_shards(const std::vector<MergeInput>& inputs) {
   return Status::ok();
 }
 
+// One gate decision needs one configuration: a FAILED on one backend and a PASSED on another, or
+// results with and without --repeat, do not add up. Inputs without run info are not checked.
+Status check_same_config(const std::vector<MergeInput>& inputs) {
+  const MergeInput* first = nullptr;
+  for (const auto& in : inputs) {
+    if (in.run.info.is_null()) continue;
+    if (first == nullptr) {
+      first = &in;
+      continue;
+    }
+    if (const char* field = first_difference(first->run.info, in.run.info, kConfigFields)) {
+      return parse_error(fmt::format("{}: {} is {}, but {} has {}: merge only reports of one backend, --repeat and "
+                                     "--against", in.run.path, field, run_field_text(run_field(in.run.info, field)),
+                                     first->run.path, run_field_text(run_field(first->run.info, field))));
+    }
+  }
+  return Status::ok();
+}
+
+// The merged report's run.json: its inputs, the configuration they share and its case count, so
+// that it can be merged again or accepted as a baseline like a run's report.
+nlohmann::json merged_run_info(const std::vector<MergeInput>& inputs, const std::vector<std::string>& dirs) {
+  nlohmann::json info{{"merged_from", dirs}};
+  size_t cases = 0;
+  for (const auto& in : inputs) cases += in.results.size();
+  for (const auto& in : inputs) {
+    if (in.run.info.is_null()) continue;
+    for (const char* field : kConfigFields) {
+      if (in.run.info.contains(field)) info[field] = in.run.info[field];
+    }
+    break;
+  }
+  info["cases"] = cases;
+  return info;
+}
+
 Status check_overlap(const std::vector<MergeInput>& inputs) {
   std::set<std::string> seen;
   for (const auto& in : inputs) {
@@ -127,8 +156,9 @@ Expected<VerdictCounts> merge(const std::vector<std::string>& dirs, const std::s
     inputs.push_back(std::move(in));
   }
   OPGATE_TRY(check_shards(inputs));
+  OPGATE_TRY(check_same_config(inputs));
   OPGATE_TRY(check_overlap(inputs));
-  OPGATE_ASSIGN_OR_RETURN(ReportWriter writer, ReportWriter::open(out, {{"merged_from", dirs}}, false));
+  OPGATE_ASSIGN_OR_RETURN(ReportWriter writer, ReportWriter::open(out, merged_run_info(inputs, dirs), false));
   for (const auto& in : inputs) {
     for (const auto& r : in.results) OPGATE_TRY(writer.append(r));
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end tests of report folders as later commands read them: resuming after a crash cut the
-# last line short, refusing to resume with another configuration, corrupt results.jsonl files, and
-# `merge` checking every input (overlap, --out inside an input, missing shards) before writing.
+# last line short, refusing to resume with another configuration, the case count a resume stores,
+# corrupt results.jsonl files, and `merge` checking every input (overlap, --out inside an input,
+# missing shards, another backend or --repeat) before writing.
 # Usage: reports_test.sh <opgate binary> <source dir> <scratch dir>
 set -uo pipefail
 OPGATE="$1"; SRC="$2"; WORK="$3"
@@ -75,6 +76,24 @@ check "a refused resume leaves results.jsonl alone" cmp -s "$WORK/one_line" "$WO
 check "the same configuration resumes" test $? -eq 0
 check "the resumed emu run is complete" grep -q "^cases:2 passed:2 " "$WORK/r_emu/summary.txt"
 
+# --- resume stores the case count of the run that finishes the folder ---
+# The case file gains a case between attempts: the folder is finished only when that one ran too.
+"$OPGATE" run --cases "$WORK/two.json" --out "$WORK/r_grow" -q >/dev/null 2>&1
+cp "$WORK/two.json" "$WORK/two_saved.json"
+python3 - "$SMOKE" "$WORK/two.json" <<'P'
+import json, sys
+d = json.load(open(sys.argv[1]))
+keep = ["mfrg.copy_no_scales.f32.001", "mfrg.scales_dropless.f16.001", "mfrg.bias_scales_dropless.bf16.001"]
+d["cases"] = [c for c in d["cases"] if c["id"] in keep]
+assert len(d["cases"]) == 3, [c["id"] for c in d["cases"]]
+json.dump(d, open(sys.argv[2], "w"))
+P
+"$OPGATE" run --cases "$WORK/two.json" --out "$WORK/r_grow" --resume -q >/dev/null 2>&1
+check "the grown case file resumes" test $? -eq 0
+check "resume stores the new case count in run.json" \
+  python3 -c "import json, sys; assert json.load(open(sys.argv[1]))['cases'] == 3" "$WORK/r_grow/run.json"
+cp "$WORK/two_saved.json" "$WORK/two.json"
+
 # --- a corrupt results.jsonl is an error everywhere it is read ---
 mkdir -p "$WORK/r_bad"
 { head -n 1 "$WORK/r_emu/results.jsonl"; echo "not json"; tail -n 1 "$WORK/r_emu/results.jsonl"; } >"$WORK/r_bad/results.jsonl"
@@ -111,12 +130,26 @@ expect_error 2 "s4_1/run.json: shard 1/4 is from another split" merge "$WORK/s2_
 "$OPGATE" merge "$WORK/s4_3" "$WORK/s4_1" "$WORK/s4_0" "$WORK/s4_2" --out "$WORK/m_all" >/dev/null 2>&1
 check "merging all four shards exits 0" test $? -eq 0
 check "the merged report counts every case" grep -q "^cases:6 passed:6 " "$WORK/m_all/summary.txt"
+check "the merged run.json keeps the shared configuration and counts every case" python3 -c "
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m['backend']['backend'] == 'emu' and m['repeat'] == 1 and m['against'] == 'reference', m
+assert m['cases'] == 6 and len(m['merged_from']) == 4 and 'shard' not in m, m" "$WORK/m_all/run.json"
 # Unsharded runs (other machines) merge as before; a merged report holds no shard of its own.
-expect_error 2 "r_cut: case 'mfrg.copy_no_scales.f32.001' also appears" merge "$WORK/r_emu" "$WORK/r_cut" --out "$WORK/m_unsharded"
+"$OPGATE" run --cases "$WORK/two.json" --out "$WORK/r_emu2" -q >/dev/null 2>&1
+expect_error 2 "r_emu2: case 'mfrg.copy_no_scales.f32.001' also appears" merge "$WORK/r_emu" "$WORK/r_emu2" --out "$WORK/m_unsharded"
 "$OPGATE" run --cases "$SMOKE" --filter adversarial --out "$WORK/r_other" -q >/dev/null 2>&1
 "$OPGATE" merge "$WORK/r_emu" "$WORK/r_other" --out "$WORK/m_unsharded" >/dev/null 2>&1
 check "unsharded inputs merge" test $? -eq 0
 check "the unsharded merge counts both reports" grep -q "^cases:3 passed:3 " "$WORK/m_unsharded/summary.txt"
+# Results of another backend, --repeat or --against do not add up to one gate decision.
+expect_error 2 "r_cut/run.json: backend is \"$FAULT\", but .*r_other/run.json has \"emu\": merge only reports of one backend" \
+  merge "$WORK/r_other" "$WORK/r_cut" --out "$WORK/m_backends"
+check "nothing written for mixed backends" test ! -e "$WORK/m_backends"
+"$OPGATE" run --cases "$WORK/two.json" --repeat 2 --out "$WORK/r_rep2" -q >/dev/null 2>&1
+expect_error 2 "r_rep2/run.json: repeat is 2, but .*r_other/run.json has 1" \
+  merge "$WORK/r_other" "$WORK/r_rep2" --out "$WORK/m_repeats"
+check "nothing written for mixed --repeat" test ! -e "$WORK/m_repeats"
 # A shard killed and never resumed (its last result lost) is refused, not merged short.
 rm -rf "$WORK/s4_1_killed"; cp -r "$WORK/s4_1" "$WORK/s4_1_killed"
 head -n -1 "$WORK/s4_1/results.jsonl" >"$WORK/s4_1_killed/results.jsonl"

@@ -1,5 +1,5 @@
 // Baseline comparison: every change class from hand-made results, the drift thresholds at their
-// edges, the gate policies, and accept/read of baseline folders.
+// edges, the gate policies, and accept/read of baseline folders (what accept refuses and records).
 #include "core/baseline.h"
 
 #include <cstdlib>
@@ -224,6 +224,79 @@ TEST_F(BaselineFiles, read_names_a_missing_baseline) {
   auto r2 = read_baseline(dir_ + "/not_a_report");
   ASSERT_FALSE(r2);
   EXPECT_NE(r2.status().message().find("results.jsonl: missing"), std::string::npos);
+}
+
+const nlohmann::json kRun{{"backend", {{"backend", "emu"}, {"device", "CPU"}}}, {"repeat", 2}, {"against", "golden"},
+                          {"cases", 2}};
+
+TEST_F(BaselineFiles, accept_records_the_runs_configuration_and_an_absolute_origin) {
+  write("report/results.jsonl", to_json(result("a", Verdict::kPassed)).dump() + "\n" +
+                                    to_json(result("b", Verdict::kPassed)).dump() + "\n");
+  write("report/run.json", kRun.dump());
+  // The results.jsonl stands for its folder.
+  const Status st = accept_baseline(dir_ + "/report/results.jsonl", dir_ + "/base", "1");
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  const auto m = nlohmann::json::parse(*read_file(dir_ + "/base/baseline.json"));
+  EXPECT_EQ(m["backend"], "emu");
+  EXPECT_EQ(m["repeat"], 2);
+  EXPECT_EQ(m["against"], "golden");
+  EXPECT_EQ(m["accepted_from"], std::filesystem::absolute(dir_ + "/report").lexically_normal().string());
+  // A relative report path is recorded absolute too.
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir_);
+  const Status relative = accept_baseline("report/", dir_ + "/base2", "1");
+  std::filesystem::current_path(cwd);
+  ASSERT_TRUE(relative.is_ok()) << relative.message();
+  const auto m2 = nlohmann::json::parse(*read_file(dir_ + "/base2/baseline.json"));
+  EXPECT_EQ(m2["accepted_from"], std::filesystem::absolute(dir_ + "/report").lexically_normal().string());
+}
+
+TEST_F(BaselineFiles, accept_refuses_an_unfinished_run_or_a_single_shard) {
+  write("good/results.jsonl", to_json(result("a", Verdict::kPassed)).dump() + "\n");
+  ASSERT_TRUE(accept_baseline(dir_ + "/good", dir_ + "/base", "1").is_ok());
+  const std::string one = to_json(result("x", Verdict::kPassed)).dump() + "\n";
+  write("cut/results.jsonl", one);
+  write("cut/run.json", kRun.dump());  // selected 2 cases, holds 1
+  const Status cut = accept_baseline(dir_ + "/cut", dir_ + "/base", "1");
+  ASSERT_FALSE(cut.is_ok());
+  EXPECT_EQ(cut.message().rfind(dir_ + "/cut: unfinished run: 1 of 2 cases have results", 0), 0u) << cut.message();
+  nlohmann::json shard = kRun;
+  shard["cases"] = 1;
+  shard["shard"] = "0/2";
+  write("shard/results.jsonl", one);
+  write("shard/run.json", shard.dump());
+  const Status sh = accept_baseline(dir_ + "/shard", dir_ + "/base", "1");
+  ASSERT_FALSE(sh.is_ok());
+  EXPECT_NE(sh.message().find("shard/run.json: a single shard"), std::string::npos) << sh.message();
+  EXPECT_NE(sh.message().find("opgate merge"), std::string::npos) << sh.message();
+  auto kept = read_baseline(dir_ + "/base");
+  ASSERT_TRUE(kept);
+  ASSERT_EQ(kept->size(), 1u);
+  EXPECT_EQ((*kept)[0].id, "a");
+}
+
+TEST_F(BaselineFiles, another_backend_or_against_is_a_warning) {
+  write("report/results.jsonl", to_json(result("a", Verdict::kPassed)).dump() + "\n" +
+                                    to_json(result("b", Verdict::kPassed)).dump() + "\n");
+  write("report/run.json", kRun.dump());
+  ASSERT_TRUE(accept_baseline(dir_ + "/report", dir_ + "/base", "1").is_ok());
+  nlohmann::json same = kRun;
+  same["backend"]["device"] = "other details";
+  same["repeat"] = 1;  // not warned about
+  write("same/run.json", same.dump());
+  EXPECT_EQ(*baseline_config_mismatch(dir_ + "/base", dir_ + "/same"), "");
+  EXPECT_EQ(*baseline_config_mismatch(dir_ + "/base/results.jsonl", dir_ + "/same"), "");
+  nlohmann::json other = kRun;
+  other["backend"]["backend"] = "fault:x";
+  other["against"] = "reference";
+  write("other/run.json", other.dump());
+  const auto warning = baseline_config_mismatch(dir_ + "/base", dir_ + "/other");
+  ASSERT_TRUE(warning) << warning.status().message();
+  EXPECT_EQ(*warning, dir_ + "/base/baseline.json: the baseline has backend \"emu\", against \"golden\", but " +
+                          dir_ + "/other/run.json has backend \"fault:x\", against \"reference\": results of "
+                          "different configurations are compared");
+  // Nothing recorded on either side: nothing to say.
+  EXPECT_EQ(*baseline_config_mismatch(dir_ + "/other", dir_ + "/base"), "");
 }
 
 }  // namespace

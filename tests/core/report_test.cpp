@@ -1,6 +1,6 @@
 // results.jsonl reading and resuming from hand-written files: which bad lines may be skipped (a
 // last line cut short by a crash) and which are errors, the cut before appending on resume, and
-// the run info a resumed run must share with its folder.
+// the run info a resumed run must share with its folder (and the case count it refreshes there).
 #include "core/report.h"
 
 #include <cstdlib>
@@ -190,6 +190,82 @@ TEST_F(ReportFiles, resume_ignores_fields_that_do_not_change_results) {
   other["harness_version"] = "next";
   other["backend"]["device"] = "another description";
   EXPECT_TRUE(ReportWriter::open(dir_, other, true));
+}
+
+const nlohmann::json kSelection{{"ops", nlohmann::json::array()}, {"tiers", {"ci"}}, {"files", nlohmann::json::array()},
+                                {"filter", ""}, {"generate", 0}, {"seed", 1}, {"size", ""}};
+
+TEST_F(ReportFiles, resume_refuses_another_selection) {
+  nlohmann::json info = kRunInfo;
+  info["selection"] = kSelection;
+  ASSERT_TRUE(ReportWriter::open(dir_, info, false));
+  write(results_, line("a", Verdict::kPassed));
+  nlohmann::json other = info;
+  other["selection"]["filter"] = "adversarial";
+  auto w = ReportWriter::open(dir_, other, true);
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.status().message().rfind(dir_ + "/run.json: cannot resume: selection was {", 0), 0u)
+      << w.status().message();
+  EXPECT_TRUE(ReportWriter::open(dir_, info, true));
+}
+
+TEST_F(ReportFiles, resume_accepts_a_folder_that_recorded_no_selection) {
+  ASSERT_TRUE(ReportWriter::open(dir_, kRunInfo, false));
+  nlohmann::json now = kRunInfo;
+  now["selection"] = kSelection;
+  auto w = ReportWriter::open(dir_, now, true);
+  EXPECT_TRUE(w) << w.status().message();
+}
+
+TEST_F(ReportFiles, resume_stores_this_runs_case_count) {
+  nlohmann::json first = kRunInfo;
+  first["cases"] = 5;
+  first["harness_version"] = "first";
+  ASSERT_TRUE(ReportWriter::open(dir_, first, false));
+  nlohmann::json again = first;
+  again["cases"] = 7;
+  again["harness_version"] = "second";
+  ASSERT_TRUE(ReportWriter::open(dir_, again, true));
+  const nlohmann::json stored = read_run_info(dir_)->info;
+  EXPECT_EQ(stored["cases"], 7);
+  EXPECT_EQ(stored["harness_version"], "first");  // the rest is the first run's
+}
+
+TEST_F(ReportFiles, runs_compare_by_backend_identity_not_probe_details) {
+  nlohmann::json other = kRunInfo;
+  other["backend"]["device"] = "another description";
+  EXPECT_EQ(first_difference(kRunInfo, other, kConfigFields), nullptr);
+  other["backend"]["backend"] = "fault:x";
+  EXPECT_STREQ(first_difference(kRunInfo, other, kConfigFields), "backend");
+  EXPECT_EQ(run_field(kRunInfo, "backend"), "emu");
+  other = kRunInfo;
+  other.erase("against");
+  EXPECT_STREQ(first_difference(kRunInfo, other, kConfigFields), "against");
+  EXPECT_EQ(run_field_text(run_field(other, "against")), "unset");
+}
+
+TEST_F(ReportFiles, an_unfinished_run_is_named) {
+  RunInfoFile run{dir_ + "/run.json", {{"cases", 3}}};
+  EXPECT_TRUE(check_finished(dir_, run, 3).is_ok());
+  const Status st = check_finished(dir_, run, 2);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.message().rfind(dir_ + ": unfinished run: 2 of 3 cases have results", 0), 0u) << st.message();
+  EXPECT_TRUE(check_finished(dir_, RunInfoFile{"", nullptr}, 0).is_ok());  // nothing recorded
+}
+
+TEST_F(ReportFiles, a_report_is_a_folder_or_its_results_file) {
+  write(results_, line("a", Verdict::kPassed));
+  EXPECT_EQ(*report_folder(dir_), dir_);
+  EXPECT_EQ(*report_folder(results_), dir_);
+  auto missing = report_folder(dir_ + "/nowhere");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.status().message().rfind(dir_ + "/nowhere: no such report", 0), 0u) << missing.status().message();
+  write(dir_ + "/other.jsonl", "");
+  EXPECT_FALSE(report_folder(dir_ + "/other.jsonl"));
+  std::filesystem::create_directories(dir_ + "/empty");
+  auto empty = report_folder(dir_ + "/empty");
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.status().message().find("empty/results.jsonl: missing"), std::string::npos);
 }
 
 }  // namespace
