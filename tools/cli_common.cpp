@@ -219,6 +219,9 @@ void add_baseline_flags(CLI::App* cmd, BaselineFlags& f, bool path_is_option) {
 Expected<int> gate_against_baseline(const std::vector<CaseResult>& baseline, const BaselineFlags& f,
                                     const std::string& report_dir, const BaselineScope& scope) {
   OPGATE_ASSIGN_OR_RETURN(std::vector<CaseResult> current, read_baseline(report_dir));
+  // Judging an emu run against a device baseline (or the reverse) is legal but rarely meant.
+  OPGATE_ASSIGN_OR_RETURN(std::string mismatch, baseline_config_mismatch(f.path, report_dir));
+  if (!mismatch.empty()) fmt::print(stderr, "opgate: warning: {}\n", mismatch);
   const BaselineDiff diff = diff_with_baseline(baseline, current, f.options, scope);
   const std::string text = baseline_text(diff, f.path);
   OPGATE_TRY(write_file_atomic(report_dir + "/baseline.txt", text));
