@@ -3,26 +3,7 @@
 # refuses (unfinished runs, single shards) and records (configuration, absolute origin), report
 # arguments given as a folder or its results.jsonl, and the warning for another configuration.
 # Usage: baseline_test.sh <opgate binary> <source dir> <scratch dir>
-set -uo pipefail
-OPGATE="$(realpath "$1")"; SRC="$2"; WORK="$3"  # absolute: one test runs from $WORK
-rm -rf "$WORK"; mkdir -p "$WORK"
-failures=0; passes=0
-check() {  # check <description> <command...>: the command must succeed
-  local what="$1"; shift
-  if "$@"; then passes=$((passes + 1)); else echo "FAIL: $what"; failures=$((failures + 1)); fi
-}
-# expect_error <exit code> <pattern> <opgate args...>: exact exit code, one stderr line matching.
-expect_error() {
-  local code="$1" pattern="$2"; shift 2
-  "$OPGATE" "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local got=$?
-  local lines; lines=$(wc -l <"$WORK/err.txt")
-  if [ "$got" -ne "$code" ] || [ "$lines" -ne 1 ] || ! grep -qE -- "$pattern" "$WORK/err.txt"; then
-    echo "FAIL: opgate $* -> exit $got (want $code), stderr ($lines lines):"; cat "$WORK/err.txt"
-    failures=$((failures + 1))
-  else
-    passes=$((passes + 1))
-  fi
-}
+source "$(dirname "$0")/lib.sh" "$@"
 json_check() {  # json_check <file> <python expression on m>: the expression must hold
   python3 -c "import json, sys; m = json.load(open(sys.argv[1])); assert $2, m" "$1"
 }

@@ -3,26 +3,7 @@
 # device; verify notices changed or removed cases and a manifest that disagrees with its folder; a
 # run against golden cross-checks the recomputed reference.
 # Usage: golden_test.sh <opgate binary> <source dir> <scratch dir>
-set -uo pipefail
-OPGATE="$1"; SRC="$2"; WORK="$3"
-rm -rf "$WORK"; mkdir -p "$WORK"
-failures=0; passes=0
-check() {  # check <description> <command...>: the command must succeed
-  local what="$1"; shift
-  if "$@"; then passes=$((passes + 1)); else echo "FAIL: $what"; failures=$((failures + 1)); fi
-}
-# expect_error <exit code> <pattern> <opgate args...>: exact exit code, one stderr line matching.
-expect_error() {
-  local code="$1" pattern="$2"; shift 2
-  "$OPGATE" "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"; local got=$?
-  local lines; lines=$(wc -l <"$WORK/err.txt")
-  if [ "$got" -ne "$code" ] || [ "$lines" -ne 1 ] || ! grep -qE -- "$pattern" "$WORK/err.txt"; then
-    echo "FAIL: opgate $* -> exit $got (want $code), stderr ($lines lines):"; cat "$WORK/err.txt"
-    failures=$((failures + 1))
-  else
-    passes=$((passes + 1))
-  fi
-}
+source "$(dirname "$0")/lib.sh" "$@"
 # verify_says <description> <pattern> <verify args...>: exit 1 and a stdout line matching.
 verify_says() {
   local what="$1" pattern="$2"; shift 2
