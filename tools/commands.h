@@ -10,6 +10,8 @@ void add_list(CLI::App& app, int& exit_code);
 void add_run(CLI::App& app, int& exit_code);
 void add_repro(CLI::App& app, int& exit_code);
 void add_golden(CLI::App& app, int& exit_code);
+// The `diff` sub-command of `golden` (cmd_golden_diff.cpp).
+void add_golden_diff(CLI::App* golden, int& exit_code);
 void add_merge(CLI::App& app, int& exit_code);
 void add_baseline(CLI::App& app, int& exit_code);
 void add_gen(CLI::App& app, int& exit_code);
