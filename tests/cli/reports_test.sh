@@ -52,6 +52,8 @@ expect_error 2 "r_emu/run.json: cannot resume: repeat was 1, this run has 3" \
   run --cases "$WORK/two.json" --out "$WORK/r_emu" --resume --repeat 3
 expect_error 2 "r_emu/run.json: cannot resume: shard was unset, this run has \"0/2\"" \
   run --cases "$WORK/two.json" --out "$WORK/r_emu" --resume --shard 0/2
+expect_error 2 "r_emu/run.json: cannot resume: selection was .*this run has .*NOMATCH" \
+  run --cases "$WORK/two.json" --out "$WORK/r_emu" --resume --filter 'copy|NOMATCH'
 check "a refused resume leaves results.jsonl alone" cmp -s "$WORK/one_line" "$WORK/r_emu/results.jsonl"
 "$OPGATE" run --cases "$WORK/two.json" --out "$WORK/r_emu" --resume -q >/dev/null 2>&1
 check "the same configuration resumes" test $? -eq 0
