@@ -139,6 +139,14 @@ Status check_out_is_not_baseline(const std::string& out, const std::string& base
   return Status::ok();
 }
 
+// Case files by absolute path, so a resume from another directory selects the same files.
+std::vector<std::string> absolute_paths(const std::vector<std::string>& files) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& file : files) out.push_back(std::filesystem::weakly_canonical(std::filesystem::absolute(file), ec));
+  return out;
+}
+
 int run_cases(RunFlags& f) {
   const std::string root = repo_root(f.root);
   SelectionCounts counts;
@@ -188,7 +196,7 @@ int run_cases(RunFlags& f) {
   nlohmann::json selection{{"tiers", f.sel.tiers.empty() && f.sel.files.empty() && f.generate == 0
                                          ? std::vector<std::string>{"ci"}
                                          : f.sel.tiers},
-                           {"files", f.sel.files},
+                           {"files", absolute_paths(f.sel.files)},
                            {"filter", f.sel.filter}};
   std::vector<std::string> stems;
   for (const auto& name : f.sel.ops) stems.push_back(resolve_op(name).value()->stem);  // resolved above

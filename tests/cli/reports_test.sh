@@ -55,8 +55,8 @@ expect_error 2 "r_emu/run.json: cannot resume: shard was unset, this run has \"0
 expect_error 2 "r_emu/run.json: cannot resume: selection was .*this run has .*NOMATCH" \
   run --cases "$WORK/two.json" --out "$WORK/r_emu" --resume --filter 'copy|NOMATCH'
 check "a refused resume leaves results.jsonl alone" cmp -s "$WORK/one_line" "$WORK/r_emu/results.jsonl"
-"$OPGATE" run --cases "$WORK/two.json" --out "$WORK/r_emu" --resume -q >/dev/null 2>&1
-check "the same configuration resumes" test $? -eq 0
+(cd "$WORK" && "$OPGATE" run --cases two.json --out r_emu --resume -q >/dev/null 2>&1)
+check "the same configuration resumes (case file named relative to another directory)" test $? -eq 0
 check "the resumed emu run is complete" grep -q "^cases:2 passed:2 " "$WORK/r_emu/summary.txt"
 
 # --- resume stores the case count of the run that finishes the folder ---
