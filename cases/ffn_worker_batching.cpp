@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cases/param_reader.h"
+#include "cases/problem_binding.h"
 #include "core/rng.h"
 #include "device/layout/ffn_worker_batching.h"
 
@@ -341,40 +342,7 @@ std::string describe(const Params& p, const std::string& output, const std::vect
   return fmt::format("row {}: {}{}", row, entry_text(order[static_cast<size_t>(row)]), col);
 }
 
-namespace {
-
-struct Traits {
-  using Params = cases::ffn_worker_batching::Params;
-  using Knobs = cases::ffn_worker_batching::Knobs;
-  static const OpInfo& info() { return op_info(); }
-  static nlohmann::json to_json(const Params& p, const Knobs& k) { return ffn_worker_batching::to_json(p, k); }
-  static std::vector<std::string> outputs() { return ref::output_names(); }
-  static Status validate(const Params& p, const SpecMap& s) { return ref::validate(p, s); }
-  static Expected<TensorMap> fill(const Params& p, const Knobs& k, const SpecMap& s, FillMode m, uint64_t seed) {
-    return ffn_worker_batching::fill(p, k, s, m, seed);
-  }
-  static Status check_data(const Params& p, const TensorMap& in) { return ref::check_data(p, in); }
-  static RefOutputs reference(const Params& p, const TensorMap& in) { return ref::reference(p, in); }
-  static TensorMap pack(const Params& p, const TensorMap& in) { return layout::pack(p, in); }
-  static SpecMap output_images(const Params& p, const SpecMap& s) { return layout::output_images(p, s); }
-  static TensorMap unpack(const Params& p, const TensorMap& images) { return layout::unpack(p, images); }
-  static ComparePlan compare_plan(const Params& p, const RefOutputs& r, FillMode m) {
-    return ffn_worker_batching::compare_plan(p, r, m);
-  }
-  static std::string describe(const Params& p, const std::string& out, const std::vector<int64_t>& idx,
-                              const TensorMap& in) {
-    return ffn_worker_batching::describe(p, out, idx, in);
-  }
-};
-
-Expected<std::unique_ptr<Problem>> parse(const nlohmann::json& params, const nlohmann::json& overrides) {
-  OPGATE_ASSIGN_OR_RETURN(auto pk, from_json(params));
-  SpecMap specs = ref::specs(pk.first);
-  OPGATE_TRY(apply_spec_overrides(specs, overrides));
-  return std::unique_ptr<Problem>(std::make_unique<ProblemImpl<Traits>>(pk.first, pk.second, std::move(specs)));
-}
-
-}  // namespace
+OPGATE_BIND_PROBLEM(ffn_worker_batching, ref::output_names())
 
 const OpInfo& op_info() {
   static const OpInfo info{"ffn_worker_batching", "FfnWorkerBatching", "fwb", ref::kReferenceVersion, parse, generate};

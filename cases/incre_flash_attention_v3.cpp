@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cases/param_reader.h"
+#include "cases/problem_binding.h"
 #include "core/rng.h"
 #include "reference/math/incre_flash_attention_v3_parallel.h"
 #include "device/layout/incre_flash_attention_v3.h"
@@ -590,40 +591,7 @@ Expected<TensorMap> fill(const Params& p, const Knobs& k, const SpecMap& specs, 
   return in;
 }
 
-namespace {
-
-struct Traits {
-  using Params = cases::incre_flash_attention_v3::Params;
-  using Knobs = cases::incre_flash_attention_v3::Knobs;
-  static const OpInfo& info() { return op_info(); }
-  static nlohmann::json to_json(const Params& p, const Knobs& k) { return incre_flash_attention_v3::to_json(p, k); }
-  static std::vector<std::string> outputs() { return {"attentionOut"}; }
-  static Status validate(const Params& p, const SpecMap& s) { return ref::validate(p, s); }
-  static Expected<TensorMap> fill(const Params& p, const Knobs& k, const SpecMap& s, FillMode m, uint64_t seed) {
-    return incre_flash_attention_v3::fill(p, k, s, m, seed);
-  }
-  static Status check_data(const Params& p, const TensorMap& in) { return ref::check_data(p, in); }
-  static RefOutputs reference(const Params& p, const TensorMap& in) { return ref::reference(p, in); }
-  static TensorMap pack(const Params& p, const TensorMap& in) { return layout::pack(p, in); }
-  static SpecMap output_images(const Params& p, const SpecMap& s) { return layout::output_images(p, s); }
-  static TensorMap unpack(const Params& p, const TensorMap& images) { return layout::unpack(p, images); }
-  static ComparePlan compare_plan(const Params& p, const RefOutputs& r, FillMode m) {
-    return incre_flash_attention_v3::compare_plan(p, r, m);
-  }
-  static std::string describe(const Params& p, const std::string& out, const std::vector<int64_t>& idx,
-                              const TensorMap& in) {
-    return incre_flash_attention_v3::describe(p, out, idx, in);
-  }
-};
-
-Expected<std::unique_ptr<Problem>> parse(const nlohmann::json& params, const nlohmann::json& overrides) {
-  OPGATE_ASSIGN_OR_RETURN(auto pk, from_json(params));
-  SpecMap specs = ref::specs(pk.first);
-  OPGATE_TRY(apply_spec_overrides(specs, overrides));
-  return std::unique_ptr<Problem>(std::make_unique<ProblemImpl<Traits>>(pk.first, pk.second, std::move(specs)));
-}
-
-}  // namespace
+OPGATE_BIND_PROBLEM(incre_flash_attention_v3, (std::vector<std::string>{"attentionOut"}))
 
 const OpInfo& op_info() {
   static const OpInfo info{"incre_flash_attention_v3", "IncreFlashAttentionV3", "ifa", ref::kReferenceVersion, parse,

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cases/param_reader.h"
+#include "cases/problem_binding.h"
 #include "core/rng.h"
 #include "device/layout/moe_finalize_routing_v2_grad.h"
 
@@ -296,40 +297,7 @@ std::string describe(const Params& p, const std::string& output, const std::vect
   return "";
 }
 
-namespace {
-
-struct Traits {
-  using Params = cases::moe_finalize_routing_v2_grad::Params;
-  using Knobs = cases::moe_finalize_routing_v2_grad::Knobs;
-  static const OpInfo& info() { return op_info(); }
-  static nlohmann::json to_json(const Params& p, const Knobs& k) { return moe_finalize_routing_v2_grad::to_json(p, k); }
-  static std::vector<std::string> outputs() { return {"gradExpandedXOut", "gradScalesOut"}; }
-  static Status validate(const Params& p, const SpecMap& s) { return ref::validate(p, s); }
-  static Expected<TensorMap> fill(const Params& p, const Knobs& k, const SpecMap& s, FillMode m, uint64_t seed) {
-    return moe_finalize_routing_v2_grad::fill(p, k, s, m, seed);
-  }
-  static Status check_data(const Params& p, const TensorMap& in) { return ref::check_data(p, in); }
-  static RefOutputs reference(const Params& p, const TensorMap& in) { return ref::reference(p, in); }
-  static TensorMap pack(const Params& p, const TensorMap& in) { return layout::pack(p, in); }
-  static SpecMap output_images(const Params& p, const SpecMap& s) { return layout::output_images(p, s); }
-  static TensorMap unpack(const Params& p, const TensorMap& images) { return layout::unpack(p, images); }
-  static ComparePlan compare_plan(const Params& p, const RefOutputs& r, FillMode m) {
-    return moe_finalize_routing_v2_grad::compare_plan(p, r, m);
-  }
-  static std::string describe(const Params& p, const std::string& out, const std::vector<int64_t>& idx,
-                              const TensorMap& in) {
-    return moe_finalize_routing_v2_grad::describe(p, out, idx, in);
-  }
-};
-
-Expected<std::unique_ptr<Problem>> parse(const nlohmann::json& params, const nlohmann::json& overrides) {
-  OPGATE_ASSIGN_OR_RETURN(auto pk, from_json(params));
-  SpecMap specs = ref::specs(pk.first);
-  OPGATE_TRY(apply_spec_overrides(specs, overrides));
-  return std::unique_ptr<Problem>(std::make_unique<ProblemImpl<Traits>>(pk.first, pk.second, std::move(specs)));
-}
-
-}  // namespace
+OPGATE_BIND_PROBLEM(moe_finalize_routing_v2_grad, (std::vector<std::string>{"gradExpandedXOut", "gradScalesOut"}))
 
 const OpInfo& op_info() {
   static const OpInfo info{"moe_finalize_routing_v2_grad", "MoeFinalizeRoutingV2Grad", "mfrg",
