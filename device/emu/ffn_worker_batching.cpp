@@ -39,11 +39,7 @@ enum class Defect {
   kYConvertedFtz,
 };
 
-struct DefectEntry {
-  Defect id;
-  const char* name;
-  const char* description;
-};
+using DefectEntry = ::opgate::DefectEntry<Defect>;
 
 constexpr DefectEntry kDefects[] = {
     {Defect::kUnstableSort, "fwb.unstable_sort",
@@ -87,11 +83,7 @@ constexpr int64_t kPadElements = 8;
 constexpr int32_t kPadValue = std::numeric_limits<int32_t>::max();
 
 Expected<Defect> parse_defect(const std::string& name) {
-  if (name.empty()) return Defect::kNone;
-  for (const DefectEntry& d : kDefects) {
-    if (name == d.name) return d.id;
-  }
-  return internal_error(fmt::format("unknown defect '{}' for ffn_worker_batching", name));
+  return ::opgate::parse_defect(kDefects, Defect::kNone, name, "ffn_worker_batching");
 }
 
 // Stale UB content, for rows a lister copies out without having written them.
@@ -208,9 +200,7 @@ uint16_t through_fp32_ftz(DType t, uint16_t bits) {
 }  // namespace
 
 std::vector<DefectInfo> defects() {
-  std::vector<DefectInfo> list;
-  for (const DefectEntry& d : kDefects) list.push_back({d.name, d.description});
-  return list;
+  return defect_infos(kDefects);
 }
 
 Status run(const Params& p, const TensorMap& in, TensorMap& out, const std::string& defect_name) {

@@ -37,11 +37,7 @@ enum class Defect {
   kBshReadAsBnsd,
 };
 
-struct DefectEntry {
-  Defect id;
-  const char* name;
-  const char* description;
-};
+using DefectEntry = ::opgate::DefectEntry<Defect>;
 
 constexpr DefectEntry kDefects[] = {
     {Defect::kMaskAdded, "ifa.mask_added_not_replaced",
@@ -75,11 +71,7 @@ constexpr float kMaskValue = -1.0e12f;
 constexpr int64_t kCubeK = 16;
 
 Expected<Defect> parse_defect(const std::string& name) {
-  if (name.empty()) return Defect::kNone;
-  for (const DefectEntry& d : kDefects) {
-    if (name == d.name) return d.id;
-  }
-  return internal_error(fmt::format("unknown defect '{}' for incre_flash_attention_v3", name));
+  return ::opgate::parse_defect(kDefects, Defect::kNone, name, "incre_flash_attention_v3");
 }
 
 float to_f16(float x, Rounding r) { return static_cast<float>(round_to(DType::kF16, x, r)); }
@@ -502,9 +494,7 @@ Schedule schedule(const Params& p) {
 }
 
 std::vector<DefectInfo> defects() {
-  std::vector<DefectInfo> list;
-  for (const DefectEntry& d : kDefects) list.push_back({d.name, d.description});
-  return list;
+  return defect_infos(kDefects);
 }
 
 Status run(const Params& p, const TensorMap& in, TensorMap& out, const std::string& defect_name) {

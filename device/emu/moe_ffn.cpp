@@ -32,11 +32,7 @@ enum class Defect {
   kPerChannelScaleIgnored,
 };
 
-struct DefectEntry {
-  Defect id;
-  const char* name;
-  const char* description;
-};
+using DefectEntry = ::opgate::DefectEntry<Defect>;
 
 constexpr DefectEntry kDefects[] = {
     {Defect::kExpertTokensCumulative, "mffn.expert_tokens_cumulative",
@@ -60,11 +56,7 @@ constexpr int64_t kFractal = 16;  // cube K depth of one fractal (ASSUMPTION, sp
 constexpr int64_t kRowBlock = 64;
 
 Expected<Defect> parse_defect(const std::string& name) {
-  if (name.empty()) return Defect::kNone;
-  for (const DefectEntry& d : kDefects) {
-    if (name == d.name) return d.id;
-  }
-  return internal_error(fmt::format("unknown defect '{}' for moe_ffn", name));
+  return ::opgate::parse_defect(kDefects, Defect::kNone, name, "moe_ffn");
 }
 
 double r16(double v) { return round_to(DType::kF16, v); }
@@ -320,9 +312,7 @@ std::vector<Block> row_blocks(const ffn::Params& p, Defect defect, int64_t block
 }  // namespace
 
 std::vector<DefectInfo> defects() {
-  std::vector<DefectInfo> list;
-  for (const DefectEntry& d : kDefects) list.push_back({d.name, d.description});
-  return list;
+  return defect_infos(kDefects);
 }
 
 Status run(const ffn::Params& p, const TensorMap& in, TensorMap& out, const std::string& defect_name) {

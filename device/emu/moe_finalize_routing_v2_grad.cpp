@@ -24,11 +24,7 @@ enum class Defect {
   kLastBlockDropped,
 };
 
-struct DefectEntry {
-  Defect id;
-  const char* name;
-  const char* description;
-};
+using DefectEntry = ::opgate::DefectEntry<Defect>;
 
 constexpr DefectEntry kDefects[] = {
     {Defect::kScaleNotApplied, "mfrg.scale_not_applied",
@@ -54,11 +50,7 @@ constexpr int64_t kHiddenPrePart = 4096;
 constexpr int64_t kBlock = 8;
 
 Expected<Defect> parse_defect(const std::string& name) {
-  if (name.empty()) return Defect::kNone;
-  for (const DefectEntry& d : kDefects) {
-    if (name == d.name) return d.id;
-  }
-  return internal_error(fmt::format("unknown defect '{}' for moe_finalize_routing_v2_grad", name));
+  return ::opgate::parse_defect(kDefects, Defect::kNone, name, "moe_finalize_routing_v2_grad");
 }
 
 // BlockReduceSum over one 32-byte block: a pairwise tree, the missing tail lanes being zero.
@@ -113,9 +105,7 @@ Status require(const TensorMap& m, const char* name, int64_t numel, const Tensor
 }  // namespace
 
 std::vector<DefectInfo> defects() {
-  std::vector<DefectInfo> list;
-  for (const DefectEntry& d : kDefects) list.push_back({d.name, d.description});
-  return list;
+  return defect_infos(kDefects);
 }
 
 Status run(const grad_ref::Params& p, const TensorMap& in, TensorMap& out,

@@ -2,13 +2,13 @@
 // files that differ from their digest, verify_golden names each cause, and a run against golden
 // cross-checks the recomputed reference.
 #include "core/golden.h"
+#include "core/golden_folder.h"
 
 #include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 
 #include "core/backend.h"
 #include "core/npy.h"
@@ -20,14 +20,7 @@ namespace {
 const char kOp[] = "moe_finalize_routing_v2_grad";
 const char kId[] = "mfrg.scales_dropless.f16.001";
 
-std::string sha256_hex(const std::string& bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
-  return hex;
-}
+using golden_folder::sha256_hex;
 
 bool mentions(const std::vector<std::string>& lines, const std::string& text) {
   for (const auto& l : lines) {
