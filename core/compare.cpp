@@ -90,15 +90,28 @@ int64_t allowed_bad(const OutputCheck& check, int64_t compared) {
 
 bool cared(const Tensor& care, int64_t i) { return !care.defined() || care.get(i) != 0; }
 
-// The elementwise criterion of one element (the aggregate criteria of some standards come on top).
+// The elementwise criterion of one element (the aggregate criteria of some standards come on top):
+// `g` against the raw reference `e`, rounded to the device dtype as `er`. The error is infinite
+// when exactly one side is not finite.
+struct Judgement {
+  bool ok;
+  double abs_err;
+};
+Judgement judge(const OutputCheck& check, double e, double er, double g, double allowed) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (!std::isfinite(er) || !std::isfinite(e)) {
+    const bool ok = same_value(er, g) || (std::isnan(e) && std::isnan(g));
+    return {ok, ok ? 0.0 : kInf};
+  }
+  if (!std::isfinite(g)) return {false, kInf};
+  const double abs_err = std::fabs(g - (check.kind == CheckKind::kTolerance ? e : er));
+  return {check.kind == CheckKind::kExact ? same_value(er, g) : abs_err <= allowed, abs_err};
+}
+
 bool element_ok(const OutputCheck& check, const Tensor& expected, const Tensor& magnitude, int64_t i, double g) {
   const double e = expected.get(i);
   const double er = is_integer(expected.dtype()) ? e : round_to(check.device_dtype, e, check.rounding);
-  if (!std::isfinite(er) || !std::isfinite(e)) return same_value(er, g) || (std::isnan(e) && std::isnan(g));
-  if (!std::isfinite(g)) return false;
-  if (check.kind == CheckKind::kExact) return same_value(er, g);
-  const double ref = check.kind == CheckKind::kTolerance ? e : er;
-  return std::fabs(g - ref) <= element_allowance(check, e, magnitude.defined() ? magnitude.get(i) : 0.0);
+  return judge(check, e, er, g, element_allowance(check, e, magnitude.defined() ? magnitude.get(i) : 0.0)).ok;
 }
 
 // Standards whose verdict is the count of elementwise failures alone, so a sparse change of the
@@ -197,20 +210,11 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
     const double mag = magnitude.defined() ? magnitude.get(i) : 0.0;
     const double allowed = element_allowance(check, e, mag);
     const bool poison = poison_bits && got.bits(i) == *poison_bits && !same_value(er, g);
-    bool ok;
-    double abs_err = 0;
+    const auto [ok, abs_err] = judge(check, e, er, g, allowed);
     const double ref = check.kind == CheckKind::kTolerance ? e : er;
-    if (!std::isfinite(er) || !std::isfinite(e)) {
-      ok = same_value(er, g) || (std::isnan(e) && std::isnan(g));
-      abs_err = ok ? 0 : std::numeric_limits<double>::infinity();
+    if (!std::isfinite(er) || !std::isfinite(e) || !std::isfinite(g)) {
       if (!ok) ++m.nonfinite_mismatch;
-    } else if (!std::isfinite(g)) {
-      ok = false;
-      abs_err = std::numeric_limits<double>::infinity();
-      ++m.nonfinite_mismatch;
     } else {
-      abs_err = std::fabs(g - ref);
-      ok = check.kind == CheckKind::kExact ? same_value(er, g) : abs_err <= allowed;
       if (allowed > 0) m.budget_used = std::max(m.budget_used, abs_err / allowed);
       const double rel = abs_err / (std::fabs(ref) + kMereEps);
       ++n_finite;
