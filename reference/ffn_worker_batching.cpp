@@ -2,6 +2,7 @@
 // of NORM and RECV mode on canonical tokens, the validation of §1.7 with its codes, and the data
 // preconditions of §1.4 and §1.5.3.
 #include "reference/ffn_worker_batching.h"
+#include "core/aclnn_codes.h"
 
 #include <algorithm>
 #include <cstring>
@@ -24,11 +25,6 @@ constexpr const char* kMicroBatchBuf = "microBatchIdsBuf";
 constexpr const char* kExpertBuf = "expertIdsBuf";
 
 constexpr int64_t kContextBytes = 1024;
-constexpr int64_t kNullptr = 161001;
-constexpr int64_t kParamInvalid = 161002;
-// ASSUMPTION (spec §1.7, §1.9 q1): a tiling failure of this generated aclnn op surfaces as
-// ACLNN_ERR_INNER_TILING_ERROR.
-constexpr int64_t kTilingError = 561002;
 constexpr int64_t kMaxExpertNum = 8192;
 constexpr int64_t kMaxSessions = 1024;
 constexpr int64_t kMaxTopK = 64;
@@ -55,7 +51,7 @@ Status aclnn_checks(const SpecMap& s) {
   for (const std::string& name : output_names()) args.emplace_back(name, find(name));
   for (const auto& [name, t] : args) {
     if (t == nullptr || !t->present) {
-      return reject(kNullptr, fmt::format("{} is a null pointer", name),
+      return reject(aclnn::kParamNullptr, fmt::format("{} is a null pointer", name),
                     "aclnn: 'scheduleContext and every output are required'");
     }
   }
@@ -68,7 +64,7 @@ Status aclnn_checks(const SpecMap& s) {
   };
   for (const auto& [name, t] : args) {
     if (!dtype_ok(name, t->dtype)) {
-      return reject(kParamInvalid, fmt::format("{} dtype {} not allowed", name, dtype_name(t->dtype)),
+      return reject(aclnn::kParamInvalid, fmt::format("{} dtype {} not allowed", name, dtype_name(t->dtype)),
                     "op def: 'scheduleContext INT8; y FP16/BF16/INT8; groupList, actualTokenNum INT64; "
                     "ids INT32; dynamicScale FP32'");
     }
@@ -76,34 +72,36 @@ Status aclnn_checks(const SpecMap& s) {
   return Status::ok();
 }
 
+// ASSUMPTION (spec §1.7, §1.9 q1): a tiling failure of this generated aclnn op surfaces as
+// ACLNN_ERR_INNER_TILING_ERROR.
 Status tiling_checks(const Params& p, const SpecMap& s) {
   if (s.at(kContext).shape.size() != 1) {
-    return reject(kTilingError, fmt::format("scheduleContext is {}-D", s.at(kContext).shape.size()),
+    return reject(aclnn::kInnerTiling, fmt::format("scheduleContext is {}-D", s.at(kContext).shape.size()),
                   "tiling CheckInputParam: 'scheduleContext 1-D INT8'");
   }
   if (p.expert_num <= 0 || p.expert_num > kMaxExpertNum) {
-    return reject(kTilingError, fmt::format("expertNum {} outside (0, 8192]", p.expert_num),
+    return reject(aclnn::kInnerTiling, fmt::format("expertNum {} outside (0, 8192]", p.expert_num),
                   "doc: 'expertNum in (0, 8192]'");
   }
   if (p.max_out_shape.size() != 4) {
-    return reject(kTilingError, fmt::format("maxOutShape has {} entries", p.max_out_shape.size()),
+    return reject(aclnn::kInnerTiling, fmt::format("maxOutShape has {} entries", p.max_out_shape.size()),
                   "doc: 'maxOutShape length must be 4'");
   }
   const Dims d = dims(p);
   if (d.a <= 0 || d.a > kMaxSessions || d.bs <= 0 || d.k <= 0 || d.k > kMaxTopK || d.h <= 0) {
-    return reject(kTilingError, fmt::format("maxOutShape {{A {}, BS {}, K {}, H {}}}", d.a, d.bs, d.k, d.h),
+    return reject(aclnn::kInnerTiling, fmt::format("maxOutShape {{A {}, BS {}, K {}, H {}}}", d.a, d.bs, d.k, d.h),
                   "doc: 'A in (0, 1024], BS > 0, topK+1 in (0, 64], H > 0'");
   }
   if (p.token_dtype < 0 || p.token_dtype > 2) {
-    return reject(kTilingError, fmt::format("tokenDtype {} not in {{0, 1, 2}}", p.token_dtype),
+    return reject(aclnn::kInnerTiling, fmt::format("tokenDtype {} not in {{0, 1, 2}}", p.token_dtype),
                   "doc: 'tokenDtype 0, 1 or 2'");
   }
   if (p.need_schedule != 0 && p.need_schedule != 1) {
-    return reject(kTilingError, fmt::format("needSchedule {} not in {{0, 1}}", p.need_schedule),
+    return reject(aclnn::kInnerTiling, fmt::format("needSchedule {} not in {{0, 1}}", p.need_schedule),
                   "doc: 'needSchedule 0 or 1'");
   }
   if (p.layer_num < 0 || p.layer_num > p.expert_num) {
-    return reject(kTilingError, fmt::format("layerNum {} outside [0, expertNum = {}]", p.layer_num, p.expert_num),
+    return reject(aclnn::kInnerTiling, fmt::format("layerNum {} outside [0, expertNum = {}]", p.layer_num, p.expert_num),
                   "doc: 'layerNum in [0, expertNum]'");
   }
   return Status::ok();

@@ -12,14 +12,12 @@
 
 #include <fmt/format.h>
 
+#include "core/aclnn_codes.h"
 #include "reference/math/moe_ffn_forward.h"
 
 namespace opgate::ref::moe_ffn {
 namespace {
 
-constexpr int64_t kNullptr = 161001;
-constexpr int64_t kParamInvalid = 161002;
-constexpr int64_t kTilingError = 561002;
 constexpr int64_t kMaxK = 65535;
 constexpr int64_t kMaxExperts = 256;
 constexpr uint32_t kFixpipeMask = 0xFFFFE000u;
@@ -27,7 +25,7 @@ constexpr uint32_t kFixpipeMask = 0xFFFFE000u;
 Status reject(int64_t code, const std::string& what, const char* rule) {
   return aclnn_error(code, fmt::format("{}: {} ({})", code, what, rule));
 }
-Status invalid(const std::string& what, const char* rule) { return reject(kParamInvalid, what, rule); }
+Status invalid(const std::string& what, const char* rule) { return reject(aclnn::kParamInvalid, what, rule); }
 
 int64_t mul_sat(int64_t a, int64_t b) {
   int64_t r = 0;
@@ -308,12 +306,12 @@ Status validate(const Params& p, const SpecMap& s) {
   for (const auto& [name, t] : {std::pair{"x", a.x}, std::pair{"weight1", a.w1}, std::pair{"weight2", a.w2},
                                 std::pair{"y", a.y}}) {
     if (t == nullptr) {
-      return reject(kNullptr, fmt::format("{} is a null pointer", name),
+      return reject(aclnn::kParamNullptr, fmt::format("{} is a null pointer", name),
                     "aclnn CheckNotNull: 'x, weight1, weight2, y must not be nullptr'");
     }
   }
   if (p.expert_tokens_null) {
-    return reject(kNullptr, "expertTokens is a null pointer",
+    return reject(aclnn::kParamNullptr, "expertTokens is a null pointer",
                   "Doc-004: '161001: x, expertTokens, weight1, y or executor is a null pointer'");
   }
   const auto experts = static_cast<int64_t>(p.expert_tokens.size());
@@ -338,17 +336,17 @@ Status validate(const Params& p, const SpecMap& s) {
   // An empty x returns before tiling (GetFFNResultByL0Api: x->IsEmpty()).
   if (numel_sat(a.x->shape) == 0) return Status::ok();
   if (p.inner_precise != 0 && p.inner_precise != 1) {
-    return reject(kTilingError, fmt::format("innerPrecise {}", p.inner_precise),
+    return reject(aclnn::kInnerTiling, fmt::format("innerPrecise {}", p.inner_precise),
                   "tiling FFNParamsCheck: 'Attr inner_precise only support 0/1'");
   }
   if (experts > kMaxExperts) {
-    return reject(kTilingError, fmt::format("{} experts", experts),
+    return reject(aclnn::kInnerTiling, fmt::format("{} experts", experts),
                   "tiling GetInputShape: 'expertNum ... is larger than max value: 256'");
   }
   const int64_t per_block = 32 / static_cast<int64_t>(dtype_size(a.x->dtype));
   const int64_t max_bs = std::numeric_limits<int32_t>::max() / per_block * per_block;
   if (bs > max_bs) {
-    return reject(kTilingError, fmt::format("M = {} > {}", bs, max_bs),
+    return reject(aclnn::kInnerTiling, fmt::format("M = {} > {}", bs, max_bs),
                   "tiling GetBs: '32Byte-aligned M dim cannot be greater than INT32_MAX'");
   }
   return Status::ok();

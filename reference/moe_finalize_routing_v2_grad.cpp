@@ -2,6 +2,7 @@
 // tiling validation of §3.4 with its error codes, and the data checks for inputs on which the A2/A3
 // kernel is undefined (out-of-range expert ids, duplicate rows).
 #include "reference/moe_finalize_routing_v2_grad.h"
+#include "core/aclnn_codes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,9 +24,6 @@ constexpr const char* kBias = "biasOptional";
 constexpr const char* kGradX = "gradExpandedXOut";
 constexpr const char* kGradScales = "gradScalesOut";
 
-constexpr int64_t kNullptr = 161001;
-constexpr int64_t kParamInvalid = 161002;
-constexpr int64_t kInnerNullptr = 561103;
 
 Status reject(int64_t code, const std::string& what, const char* rule) {
   return aclnn_error(code, fmt::format("{}: {} ({})", code, what, rule));
@@ -57,7 +55,7 @@ bool float_like(const TensorSpec* t, DType like) {
 }
 
 Status inner(const std::string& what, const char* rule) {
-  return reject(kInnerNullptr, what, rule);
+  return reject(aclnn::kInnerNullptr, what, rule);
 }
 
 // The descriptors of one call; nullptr = the argument is a null pointer.
@@ -76,7 +74,7 @@ Status aclnn_checks(const Args& a) {
       {kGradY, a.gy}, {kRowIdx, a.idx}, {kGradX, a.gx}, {kGradScales, a.gs}};
   for (const auto& [name, t] : required) {
     if (t == nullptr) {
-      return reject(kNullptr, fmt::format("{} is a null pointer", name),
+      return reject(aclnn::kParamNullptr, fmt::format("{} is a null pointer", name),
                     "aclnn: 'gradY, expandedRowIdx, gradExpandedXOut, gradScalesOut not null'");
     }
   }
@@ -98,7 +96,7 @@ Status aclnn_checks(const Args& a) {
   };
   for (const auto& r : rules) {
     if (r.spec != nullptr && numel_sat(r.spec->shape) > 0 && !r.ok) {
-      return reject(kParamInvalid,
+      return reject(aclnn::kParamInvalid,
                     fmt::format("{} dtype {} not allowed", r.name, dtype_name(r.spec->dtype)),
                     r.rule);
     }

@@ -7,18 +7,16 @@
 #include <fmt/format.h>
 
 #include "reference/incre_flash_attention_v3.h"
+#include "core/aclnn_codes.h"
 
 namespace opgate::ref::incre_flash_attention_v3 {
 namespace {
 
-constexpr int64_t kNullptr = 161001;
-constexpr int64_t kParamInvalid = 161002;
-constexpr int64_t kTiling = 561002;
 
 Status reject(int64_t code, const std::string& what, const char* rule) {
   return aclnn_error(code, fmt::format("{}: {} ({})", code, what, rule));
 }
-Status tiling(const std::string& what, const char* rule) { return reject(kTiling, what, rule); }
+Status tiling(const std::string& what, const char* rule) { return reject(aclnn::kInnerTiling, what, rule); }
 
 int64_t numel_sat(const Shape& shape) {
   int64_t n = 1;
@@ -63,7 +61,7 @@ Status aclnn_checks(const SpecMap& s, const std::vector<const TensorSpec*>& keys
   const bool kv_missing = std::any_of(keys.begin(), keys.end(), [](auto* t) { return t == nullptr; }) ||
                           std::any_of(values.begin(), values.end(), [](auto* t) { return t == nullptr; });
   if (q == nullptr || out == nullptr || kv_missing) {
-    return reject(kNullptr, "query, key, value or attentionOut is a null pointer",
+    return reject(aclnn::kParamNullptr, "query, key, value or attentionOut is a null pointer",
                   "V1, doc: 'required inputs and outputs must not be null'");
   }
   const DType qt = q->dtype;
@@ -72,29 +70,29 @@ Status aclnn_checks(const SpecMap& s, const std::vector<const TensorSpec*>& keys
   const auto kv_ok = [](const TensorSpec* t) { return is_half(t->dtype) || t->dtype == DType::kI8; };
   if (!is_half(qt) || !std::all_of(keys.begin(), keys.end(), kv_ok) ||
       !std::all_of(values.begin(), values.end(), kv_ok) || !(is_half(ot) || ot == DType::kI8)) {
-    return reject(kParamInvalid,
+    return reject(aclnn::kParamInvalid,
                   fmt::format("query {}, key {}, attentionOut {}", dtype_name(qt), dtype_name(kt), dtype_name(ot)),
                   "V2, doc: 'query FLOAT16/BFLOAT16; key, value FLOAT16/BFLOAT16/INT8; out FLOAT16/BFLOAT16/INT8'");
   }
   if ((kt != qt && kt != DType::kI8) || (ot != qt && ot != DType::kI8)) {
-    return reject(kParamInvalid,
+    return reject(aclnn::kParamInvalid,
                   fmt::format("(query, key, attentionOut) = ({}, {}, {})", dtype_name(qt), dtype_name(kt), dtype_name(ot)),
                   "V2, def.cpp: 'key and attentionOut are the query dtype or INT8'");
   }
   const TensorSpec* pse = find(s, "pseShift");
   if (pse != nullptr && pse->dtype != qt) {
-    return reject(kParamInvalid, fmt::format("pseShift {} with query {}", dtype_name(pse->dtype), dtype_name(qt)),
+    return reject(aclnn::kParamInvalid, fmt::format("pseShift {} with query {}", dtype_name(pse->dtype), dtype_name(qt)),
                   "V2, def.cpp: 'pseShift dtype equals the query dtype'");
   }
   const TensorSpec* mask = find(s, "attenMask");
   if (mask != nullptr && numel_sat(mask->shape) > 0) {
     const DType mt = mask->dtype;
     if (mt != DType::kBool && mt != DType::kI8 && mt != DType::kU8) {
-      return reject(kParamInvalid, fmt::format("attenMask {}", dtype_name(mt)),
+      return reject(aclnn::kParamInvalid, fmt::format("attenMask {}", dtype_name(mt)),
                     "V2, doc: 'attenMask BOOL, INT8 or UINT8'");
     }
     if (qt == DType::kBF16 && ot == DType::kI8 && mt != DType::kBool) {
-      return reject(kParamInvalid, fmt::format("attenMask {} with bf16 query and int8 output", dtype_name(mt)),
+      return reject(aclnn::kParamInvalid, fmt::format("attenMask {} with bf16 query and int8 output", dtype_name(mt)),
                     "V2, def.cpp: '(bf16, *, int8) rows take a BOOL mask only'");
     }
   }
