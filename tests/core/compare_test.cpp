@@ -181,6 +181,26 @@ TEST(ComparePoison, defined_element_left_as_poison_is_named) {
   EXPECT_EQ(r.first_failures[0].index, std::vector<int64_t>{1});
 }
 
+TEST(ComparePoison, integer_poison_value_within_tolerance_is_a_write) {
+  // int8 poison is 0xA5 = -91, also a valid value. Expected -91.6 rounds to -92; a one-step
+  // quantized check accepts -91 there, so -91 is a correct write, not an unwritten element.
+  // At expected 5, -91 is far outside the tolerance: left unwritten.
+  OutputCheck q;
+  q.name = "y";
+  q.kind = CheckKind::kQuantized;
+  q.device_dtype = DType::kI8;
+  q.max_steps = 1;
+  ASSERT_EQ(static_cast<int8_t>(poison_bits(DType::kI8)), -91);
+  const CompareResult near = compare_output(q, f64({2}, {-91.6, 5}), of(DType::kI8, {2}, {-91, 5}), Tensor(),
+                                            Tensor(), poison_bits(DType::kI8));
+  EXPECT_TRUE(near.passed) << near.message;
+  EXPECT_EQ(near.metrics.poison_left, 0);
+  const CompareResult far = compare_output(q, f64({2}, {-91.6, 5}), of(DType::kI8, {2}, {-91, -91}), Tensor(),
+                                           Tensor(), poison_bits(DType::kI8));
+  EXPECT_FALSE(far.passed);
+  EXPECT_EQ(far.metrics.poison_left, 1);
+}
+
 TEST(CompareMetrics, hand_computed_metrics) {
   // errors +3 and +4 on expected 10 and 20: max abs 4, RMSE sqrt((9 + 16) / 2), balance +1,
   // MERE = (0.3 + 0.2) / 2 (up to the 1e-7 guard), max rel 0.3.
