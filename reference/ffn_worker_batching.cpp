@@ -3,6 +3,7 @@
 // preconditions of §1.4 and §1.5.3.
 #include "reference/ffn_worker_batching.h"
 #include "core/aclnn_codes.h"
+#include "reference/math/shared_validate.h"
 
 #include <algorithm>
 #include <cstring>
@@ -32,15 +33,6 @@ constexpr int64_t kMaxMicroBatches = 64;
 // The RECV scan group lister assembles at most this many rows in UB (spec §1.5.3 item 7).
 constexpr int64_t kMaxRecvGroups = 1024;
 constexpr uint64_t kAllOnes = ~uint64_t{0};
-
-Status reject(int64_t code, const std::string& what, const char* rule) {
-  return aclnn_error(code, fmt::format("{}: {} ({})", code, what, rule));
-}
-
-int64_t mul_sat(int64_t a, int64_t b) {
-  int64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
-}
 
 int64_t clamp0(int64_t v) { return std::max<int64_t>(v, 0); }
 

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/aclnn_codes.h"
+#include "reference/math/shared_validate.h"
 #include "reference/math/moe_ffn_forward.h"
 
 namespace opgate::ref::moe_ffn {
@@ -22,26 +23,7 @@ constexpr int64_t kMaxK = 65535;
 constexpr int64_t kMaxExperts = 256;
 constexpr uint32_t kFixpipeMask = 0xFFFFE000u;
 
-Status reject(int64_t code, const std::string& what, const char* rule) {
-  return aclnn_error(code, fmt::format("{}: {} ({})", code, what, rule));
-}
 Status invalid(const std::string& what, const char* rule) { return reject(aclnn::kParamInvalid, what, rule); }
-
-int64_t mul_sat(int64_t a, int64_t b) {
-  int64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
-}
-
-int64_t numel_sat(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n = mul_sat(n, d);
-  return n;
-}
-
-const TensorSpec* find(const SpecMap& s, const char* name) {
-  const auto it = s.find(name);
-  return it == s.end() || !it->second.present ? nullptr : &it->second;
-}
 
 int rank(const TensorSpec* t) { return static_cast<int>(t->shape.size()); }
 int64_t dim(const TensorSpec* t, int i) { return t->shape[static_cast<size_t>(i)]; }
@@ -53,8 +35,8 @@ struct Args {
 };
 
 Args args_of(const SpecMap& s) {
-  return {find(s, "x"),     find(s, "weight1"), find(s, "bias1"),     find(s, "weight2"),   find(s, "bias2"),
-          find(s, "scale"), find(s, "offset"),  find(s, "deqScale1"), find(s, "deqScale2"), find(s, "y")};
+  return {present_spec(s, "x"),     present_spec(s, "weight1"), present_spec(s, "bias1"),     present_spec(s, "weight2"),   present_spec(s, "bias2"),
+          present_spec(s, "scale"), present_spec(s, "offset"),  present_spec(s, "deqScale1"), present_spec(s, "deqScale2"), present_spec(s, "y")};
 }
 
 bool quant_empty(const Args& a) {

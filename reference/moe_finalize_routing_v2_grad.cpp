@@ -3,6 +3,7 @@
 // kernel is undefined (out-of-range expert ids, duplicate rows).
 #include "reference/moe_finalize_routing_v2_grad.h"
 #include "core/aclnn_codes.h"
+#include "reference/math/shared_validate.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,28 +25,6 @@ constexpr const char* kBias = "biasOptional";
 constexpr const char* kGradX = "gradExpandedXOut";
 constexpr const char* kGradScales = "gradScalesOut";
 
-
-Status reject(int64_t code, const std::string& what, const char* rule) {
-  return aclnn_error(code, fmt::format("{}: {} ({})", code, what, rule));
-}
-
-// Saturating product, so tampered extents cannot overflow int64.
-int64_t mul_sat(int64_t a, int64_t b) {
-  int64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
-}
-
-int64_t numel_sat(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n = mul_sat(n, d);
-  return n;
-}
-
-const TensorSpec* find(const SpecMap& s, const char* name) {
-  const auto it = s.find(name);
-  return it == s.end() || !it->second.present ? nullptr : &it->second;
-}
-
 bool is_io_float(DType t) { return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32; }
 
 int rank(const TensorSpec* t) { return static_cast<int>(t->shape.size()); }
@@ -64,8 +43,9 @@ struct Args {
 };
 
 Args args_of(const SpecMap& s) {
-  return {find(s, kGradY),     find(s, kRowIdx), find(s, kExpandedX), find(s, kScales),
-          find(s, kExpertIdx), find(s, kBias),   find(s, kGradX),     find(s, kGradScales)};
+  return {present_spec(s, kGradY),  present_spec(s, kRowIdx),    present_spec(s, kExpandedX),
+          present_spec(s, kScales), present_spec(s, kExpertIdx), present_spec(s, kBias),
+          present_spec(s, kGradX),  present_spec(s, kGradScales)};
 }
 
 // aclnn layer: null checks, then dtypes of non-empty tensors.

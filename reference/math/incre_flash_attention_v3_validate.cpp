@@ -8,28 +8,12 @@
 
 #include "reference/incre_flash_attention_v3.h"
 #include "core/aclnn_codes.h"
+#include "reference/math/shared_validate.h"
 
 namespace opgate::ref::incre_flash_attention_v3 {
 namespace {
 
-
-Status reject(int64_t code, const std::string& what, const char* rule) {
-  return aclnn_error(code, fmt::format("{}: {} ({})", code, what, rule));
-}
 Status tiling(const std::string& what, const char* rule) { return reject(aclnn::kInnerTiling, what, rule); }
-
-int64_t numel_sat(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
-  }
-  return n;
-}
-
-const TensorSpec* find(const SpecMap& s, const std::string& name) {
-  const auto it = s.find(name);
-  return it == s.end() || !it->second.present ? nullptr : &it->second;
-}
 
 bool is_half(DType t) { return t == DType::kF16 || t == DType::kBF16; }
 int rank(const TensorSpec* t) { return static_cast<int>(t->shape.size()); }
@@ -42,7 +26,7 @@ std::vector<const TensorSpec*> tensor_list(const SpecMap& s, const char* name) {
     if (it == s.end()) break;
     out.push_back(it->second.present ? &it->second : nullptr);
   }
-  if (out.empty()) out.push_back(find(s, name));
+  if (out.empty()) out.push_back(present_spec(s, name));
   return out;
 }
 
@@ -56,8 +40,8 @@ struct Dims {
 // V1, V2: the aclnn layer.
 Status aclnn_checks(const SpecMap& s, const std::vector<const TensorSpec*>& keys,
                     const std::vector<const TensorSpec*>& values) {
-  const TensorSpec* q = find(s, "query");
-  const TensorSpec* out = find(s, "attentionOut");
+  const TensorSpec* q = present_spec(s, "query");
+  const TensorSpec* out = present_spec(s, "attentionOut");
   const bool kv_missing = std::any_of(keys.begin(), keys.end(), [](auto* t) { return t == nullptr; }) ||
                           std::any_of(values.begin(), values.end(), [](auto* t) { return t == nullptr; });
   if (q == nullptr || out == nullptr || kv_missing) {
@@ -79,12 +63,12 @@ Status aclnn_checks(const SpecMap& s, const std::vector<const TensorSpec*>& keys
                   fmt::format("(query, key, attentionOut) = ({}, {}, {})", dtype_name(qt), dtype_name(kt), dtype_name(ot)),
                   "V2, def.cpp: 'key and attentionOut are the query dtype or INT8'");
   }
-  const TensorSpec* pse = find(s, "pseShift");
+  const TensorSpec* pse = present_spec(s, "pseShift");
   if (pse != nullptr && pse->dtype != qt) {
     return reject(aclnn::kParamInvalid, fmt::format("pseShift {} with query {}", dtype_name(pse->dtype), dtype_name(qt)),
                   "V2, def.cpp: 'pseShift dtype equals the query dtype'");
   }
-  const TensorSpec* mask = find(s, "attenMask");
+  const TensorSpec* mask = present_spec(s, "attenMask");
   if (mask != nullptr && numel_sat(mask->shape) > 0) {
     const DType mt = mask->dtype;
     if (mt != DType::kBool && mt != DType::kI8 && mt != DType::kU8) {
@@ -101,7 +85,7 @@ Status aclnn_checks(const SpecMap& s, const std::vector<const TensorSpec*>& keys
 
 // V3-V8, V11, V13, V14, V18: the query, the attributes and the output.
 Status query_checks(const Params& p, const SpecMap& s, Dims& dims) {
-  const TensorSpec* q = find(s, "query");
+  const TensorSpec* q = present_spec(s, "query");
   if (numel_sat(q->shape) == 0) return tiling("query is empty", "V3, tiling_check: 'query shape size > 0'");
   const std::string& layout = p.input_layout;
   if (layout != "BSH" && layout != "BNSD" && layout != "BSND") {
@@ -151,13 +135,13 @@ Status query_checks(const Params& p, const SpecMap& s, Dims& dims) {
   if (p.inner_precise != 0 && p.inner_precise != 1) {
     return tiling(fmt::format("innerPrecise {}", p.inner_precise), "V14, tiling: 'innerPrecise 0 or 1'");
   }
-  if (find(s, "attentionOut")->shape != qs) {
-    return tiling(fmt::format("attentionOut {} vs query {}", shape_to_string(find(s, "attentionOut")->shape),
+  if (present_spec(s, "attentionOut")->shape != qs) {
+    return tiling(fmt::format("attentionOut {} vs query {}", shape_to_string(present_spec(s, "attentionOut")->shape),
                               shape_to_string(qs)),
                   "V11, infershape: 'attentionOut shape == query shape'");
   }
   for (const char* name : {"dequantScale1", "quantScale1", "dequantScale2"}) {
-    if (find(s, name) != nullptr) {
+    if (present_spec(s, name) != nullptr) {
       return tiling(fmt::format("{} is not null", name), "V18, tiling: 'query is not INT8: no dequant/quant1 params'");
     }
   }
@@ -246,7 +230,7 @@ Status paged_checks(const Params& p, const SpecMap& s, const std::vector<const T
   } else {
     return tiling(fmt::format("cache {} is {}-D", shape_to_string(ks), rank(k)), "V23, tiling: 'cache rank 3 or 4'");
   }
-  const TensorSpec* table = find(s, "blocktable");
+  const TensorSpec* table = present_spec(s, "blocktable");
   if (table->dtype != DType::kI32 || rank(table) != 2 || table->shape[0] != dims.b || numel_sat(table->shape) == 0) {
     return tiling(fmt::format("blocktable {} {} for B = {}", dtype_name(table->dtype), shape_to_string(table->shape), dims.b),
                   "V22, doc: 'blocktable INT32, 2-D, dim0 == B, shape size > 0'");
@@ -284,7 +268,7 @@ Status length_checks(const Params& p, const Dims& dims, int64_t* max_len) {
 // V16, V17: attenMask (an empty mask is ignored) and pseShift (checked even when empty).
 // seq_bound: the largest key S (non-PA) or maxBlockNumPerSeq * blockSize (PA).
 Status mask_pse_checks(const SpecMap& s, const Dims& dims, int64_t max_len, int64_t seq_bound) {
-  const TensorSpec* mask = find(s, "attenMask");
+  const TensorSpec* mask = present_spec(s, "attenMask");
   if (mask != nullptr && numel_sat(mask->shape) > 0) {
     const int64_t need = dims.paged ? seq_bound : max_len;
     if (mask->shape[0] != dims.b || mask->shape.back() < need) {
@@ -292,7 +276,7 @@ Status mask_pse_checks(const SpecMap& s, const Dims& dims, int64_t max_len, int6
                     "V16, tiling: 'dim0 == B; last dim >= max L (PA: maxBlockNumPerSeq * blockSize)'");
     }
   }
-  const TensorSpec* pse = find(s, "pseShift");
+  const TensorSpec* pse = present_spec(s, "pseShift");
   if (pse != nullptr) {
     const Shape& ps = pse->shape;
     const int64_t need = seq_bound;
@@ -311,8 +295,8 @@ Status mask_pse_checks(const SpecMap& s, const Dims& dims, int64_t max_len, int6
 
 // V19, V20: output quantisation and KV antiquant parameters.
 Status quant_checks(const SpecMap& s, const Dims& dims, DType qt, DType kt, DType ot) {
-  const TensorSpec* qs = find(s, "quantScale2");
-  const TensorSpec* qo = find(s, "quantOffset2");
+  const TensorSpec* qs = present_spec(s, "quantScale2");
+  const TensorSpec* qo = present_spec(s, "quantOffset2");
   if (ot != DType::kI8 && (qs != nullptr || qo != nullptr)) {
     return tiling("quantScale2/quantOffset2 given with a non-INT8 attentionOut", "V19, tiling: 'only with INT8 output'");
   }
@@ -336,8 +320,8 @@ Status quant_checks(const SpecMap& s, const Dims& dims, DType qt, DType kt, DTyp
       }
     }
   }
-  const TensorSpec* as = find(s, "antiquantScale");
-  const TensorSpec* ao = find(s, "antiquantOffset");
+  const TensorSpec* as = present_spec(s, "antiquantScale");
+  const TensorSpec* ao = present_spec(s, "antiquantOffset");
   if (kt != DType::kI8) {
     if (as != nullptr || ao != nullptr) {
       return tiling("antiquant parameters with non-INT8 KV", "V20, tiling: 'antiquantScale/Offset only with INT8 KV'");
@@ -377,7 +361,7 @@ Status validate(const Params& p, const SpecMap& s) {
   OPGATE_TRY(aclnn_checks(s, keys, values));
   Dims dims;
   OPGATE_TRY(query_checks(p, s, dims));
-  dims.paged = find(s, "blocktable") != nullptr;
+  dims.paged = present_spec(s, "blocktable") != nullptr;
   int64_t seq_bound = 0;
   if (dims.paged) {
     OPGATE_TRY(paged_checks(p, s, keys, values, dims));
@@ -389,7 +373,7 @@ Status validate(const Params& p, const SpecMap& s) {
   int64_t max_len = 0;
   OPGATE_TRY(length_checks(p, dims, &max_len));
   OPGATE_TRY(mask_pse_checks(s, dims, max_len, seq_bound));
-  return quant_checks(s, dims, find(s, "query")->dtype, keys[0]->dtype, find(s, "attentionOut")->dtype);
+  return quant_checks(s, dims, present_spec(s, "query")->dtype, keys[0]->dtype, present_spec(s, "attentionOut")->dtype);
 }
 
 }  // namespace opgate::ref::incre_flash_attention_v3
