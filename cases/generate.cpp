@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cases/chooser.h"
+#include "core/fill_override.h"
 
 namespace opgate {
 
@@ -76,6 +77,29 @@ Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint
     }
   }
   return out;
+}
+
+Expected<std::vector<Case>> generate_extreme_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size) {
+  static const ExtremeClass kClasses[] = {ExtremeClass::kSubnormal, ExtremeClass::kNearMax, ExtremeClass::kSignedZero};
+  OPGATE_ASSIGN_OR_RETURN(std::vector<Case> cases, generate_cases(op, count, seed, size));
+  for (size_t n = 0; n < cases.size(); ++n) {
+    Case& c = cases[n];
+    OPGATE_ASSIGN_OR_RETURN(auto problem, make_problem(c));
+    // Inputs the operator fills (outputs and absent optionals have no values to override).
+    OPGATE_ASSIGN_OR_RETURN(TensorMap inputs, problem->fill(FillMode::kExact, c.seed));
+    std::vector<std::string> floats;
+    for (const auto& [name, t] : inputs) {
+      const auto spec = problem->specs().find(name);  // overrides name the call's descriptors
+      if (spec != problem->specs().end() && is_floating(t.dtype()) && t.numel() > 0) floats.push_back(name);
+    }
+    if (floats.empty()) continue;
+    const ExtremeClass cls = kClasses[n % 3];
+    const std::string& tensor = floats[n % floats.size()];
+    c.tensors[tensor]["fill"] = {{"extreme", extreme_class_name(cls)}};
+    c.id += std::string(".x") + extreme_class_name(cls);
+    c.tags.push_back("extreme");
+  }
+  return cases;
 }
 
 std::string feature_value(const nlohmann::json& v) {

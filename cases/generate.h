@@ -22,6 +22,12 @@ int64_t element_budget(SizeClass s);
 // "<short>.gen<seed>.<dtype>.<nnn>"; fills cycle exact, realistic, adversarial.
 Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size);
 
+// generate_cases, each case then given one per-tensor `extreme` fill (core/fill_override.h): case n
+// overrides its (n mod k)-th float input (k float inputs, in name order) with the class
+// subnormal, near_max, signed_zero in turn (NaN and Inf are left to case files, where the
+// operator's spec says what they give). Ids gain ".x<class>"; tags gain "extreme".
+Expected<std::vector<Case>> generate_extreme_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size);
+
 // Total elements of a problem's input tensors (the cost proxy used by budgets and shrinking).
 int64_t input_elements(const Problem& p);
 

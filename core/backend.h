@@ -34,6 +34,9 @@ class Backend {
   // Emulators return the reference's code, so they never disagree. kUnsupported: no probe for this
   // call (the case is SKIPPED).
   virtual Expected<int64_t> rejection_code(const Problem& problem) = 0;
+  // Findings of the runs since the last call that do not fail a case (e.g. a device kernel writing
+  // into the alignment slack CANN allows after an output); the runner records them in the result.
+  virtual std::vector<std::string> take_warnings() { return {}; }
 };
 
 // "emu", "fault:<defect>" or "ascend". Unknown names or defects are kParseError naming them;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/fill_override.h"
 #include "core/npy.h"
 #include "core/op_registry.h"
 
@@ -256,6 +257,8 @@ Expected<std::unique_ptr<Problem>> make_problem(const Case& c) {
   }
   auto p = info->parse(c.params, c.tensors);
   if (!p) return name_default_key(p.status(), c).with_context(case_where(c));
+  // Per-tensor fills are checked against the call's dtypes here, before any run writes a report.
+  if (Status st = check_fill_overrides(c.tensors, (*p)->specs()); !st.is_ok()) return st.with_context(case_where(c));
   return p;
 }
 
@@ -291,8 +294,10 @@ Status apply_spec_overrides(SpecMap& specs, const nlohmann::json& overrides) {
       } else if (f.key() == "present") {
         if (!f.value().is_boolean()) return parse_error(where + ": not a boolean");
         s->second.present = f.value().get<bool>();
+      } else if (f.key() == "fill") {
+        continue;  // the tensor's values, not its descriptor: core/fill_override.h
       } else {
-        return parse_error(where + ": unknown key (allowed: dtype, shape, present)");
+        return parse_error(where + ": unknown key (allowed: dtype, shape, present, fill)");
       }
     }
   }

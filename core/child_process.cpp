@@ -1,9 +1,10 @@
-// fork + pipe + poll with a deadline + waitpid, in one place.
+// fork + pipe + poll with a deadline + waitpid, in one place; and the stop signals that end a run.
 #include "core/child_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,43 @@
 #include <cstdio>
 
 namespace opgate {
+namespace {
+
+// Written by the signal handler, read by the run loop: lock-free and async-signal-safe.
+volatile sig_atomic_t g_stop_signal = 0;
+// The running case child (0: none), so that a signal handler can kill it.
+volatile sig_atomic_t g_child_pid = 0;
+
+void on_stop_signal(int sig) {
+  const pid_t child = g_child_pid;
+  if (child > 0) kill(child, SIGKILL);
+  if (g_stop_signal != 0) _exit(128 + sig);  // the second signal: abort at once
+  g_stop_signal = sig;
+}
+
+// In the child, before the body: die with the parent, and leave stop signals to it.
+void child_setup(pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The parent may have died before prctl took effect; then the child was reparented already and
+  // the death signal will never come.
+  if (getppid() != parent) _exit(1);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  g_child_pid = 0;
+}
+
+}  // namespace
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: poll() returns EINTR and the loop sees the stop at once
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int stop_signal() { return g_stop_signal; }
 
 ChildOutcome run_in_child(const std::function<std::string()>& body, double timeout_s) {
   ChildOutcome out;
@@ -24,6 +62,7 @@ ChildOutcome run_in_child(const std::function<std::string()>& body, double timeo
     return out;
   }
   std::fflush(nullptr);  // buffered output would otherwise be printed twice
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
@@ -32,6 +71,7 @@ ChildOutcome run_in_child(const std::function<std::string()>& body, double timeo
     return out;
   }
   if (pid == 0) {
+    child_setup(parent);
     close(fds[0]);
     const std::string text = body();
     size_t off = 0;
@@ -43,11 +83,15 @@ ChildOutcome run_in_child(const std::function<std::string()>& body, double timeo
     close(fds[1]);
     _exit(0);
   }
+  g_child_pid = pid;
+  // A stop signal that arrived between the last case and the fork found no child to kill.
+  if (g_stop_signal != 0) kill(pid, SIGKILL);
   close(fds[1]);
   const auto t0 = std::chrono::steady_clock::now();
   bool timed_out = false;
   char buf[65536];
   for (;;) {
+    if (g_stop_signal != 0) break;
     const double left_ms =
         timeout_s * 1000 - std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (left_ms <= 0) {
@@ -55,7 +99,8 @@ ChildOutcome run_in_child(const std::function<std::string()>& body, double timeo
       break;
     }
     pollfd pfd{fds[0], POLLIN, 0};
-    const int ready = poll(&pfd, 1, static_cast<int>(std::min(left_ms, 1000.0)) + 1);
+    // At most 200 ms per wait: a stop signal landing just before poll() is seen within that.
+    const int ready = poll(&pfd, 1, static_cast<int>(std::min(left_ms, 200.0)) + 1);
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
     const ssize_t n = read(fds[0], buf, sizeof buf);
@@ -63,11 +108,15 @@ ChildOutcome run_in_child(const std::function<std::string()>& body, double timeo
     out.output.append(buf, static_cast<size_t>(n));
   }
   close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
+  const bool interrupted = g_stop_signal != 0;
+  if (timed_out || interrupted) kill(pid, SIGKILL);
   int wstatus = 0;
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
-  if (timed_out) {
+  g_child_pid = 0;
+  if (interrupted) {
+    out.end = ChildOutcome::End::kInterrupted;
+  } else if (timed_out) {
     out.end = ChildOutcome::End::kTimedOut;
   } else if (WIFSIGNALED(wstatus)) {
     out.end = ChildOutcome::End::kSignaled;

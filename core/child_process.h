@@ -1,6 +1,7 @@
 // One function run in a forked child with a deadline: the isolation that lets a crashing or hanging
 // kernel cost one verdict instead of the night (DESIGN.md §8). The child returns text through a
-// pipe; the parent learns how it ended.
+// pipe; the parent learns how it ended. The child never outlives the parent (PR_SET_PDEATHSIG), and
+// SIGINT/SIGTERM to the parent stop the current child so that a run can end cleanly.
 #pragma once
 
 #include <functional>
@@ -9,7 +10,9 @@
 namespace opgate {
 
 struct ChildOutcome {
-  enum class End { kExited, kSignaled, kTimedOut, kNotStarted };
+  // kInterrupted: the parent received SIGINT/SIGTERM (see install_stop_handlers); the child was
+  // killed and its result, if any, must be discarded.
+  enum class End { kExited, kSignaled, kTimedOut, kNotStarted, kInterrupted };
   End end = End::kNotStarted;
   int exit_status = 0;  // kExited
   int signal = 0;       // kSignaled
@@ -19,6 +22,15 @@ struct ChildOutcome {
 
 // Forks; the child runs `body`, writes its result to the parent and exits 0. The parent reads
 // until the child closes the pipe or `timeout_s` passes (then the child is killed with SIGKILL).
+// The child gets SIGKILL when the parent dies, however it dies (kill -9 included), and ignores
+// SIGINT/SIGTERM: a terminal's Ctrl-C reaches the whole process group, and the parent decides.
 ChildOutcome run_in_child(const std::function<std::string()>& body, double timeout_s);
+
+// Installs SIGINT/SIGTERM handlers for a run: the first signal is recorded (stop_signal() returns
+// it) and kills the current child; a second one kills the current child and exits the process at
+// once with 128 + signal. Without a call, the default dispositions stay.
+void install_stop_handlers();
+// The first SIGINT/SIGTERM received since install_stop_handlers(), or 0.
+int stop_signal();
 
 }  // namespace opgate

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
+#include "core/fill_override.h"
 #include "core/golden.h"
 #include "core/npy.h"
 #include "core/op_registry.h"
@@ -156,7 +157,7 @@ Expected<Computed> compute(const Case& c, const std::string& harness_version) {
   OPGATE_ASSIGN_OR_RETURN(auto problem, make_problem(c));
   Status valid = problem->validate();
   if (!valid.is_ok()) return invalid_case(fmt::format("case '{}': golden cases must be valid calls: {}", c.id, valid.message()));
-  OPGATE_ASSIGN_OR_RETURN(TensorMap inputs, problem->fill(c.fill, c.seed));
+  OPGATE_ASSIGN_OR_RETURN(TensorMap inputs, fill_case_inputs(*problem, c));
   OPGATE_TRY(problem->check_data(inputs));
   const RefOutputs ref = problem->reference(inputs);
   const TensorMap packed = problem->pack(inputs);

@@ -2,12 +2,15 @@
 // from it at the end, so a resumed or merged run reports every case exactly once.
 #include "core/report.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <ctime>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -81,6 +84,7 @@ nlohmann::json to_json(const CaseResult& r) {
                    {"ms", {{"fill", r.fill_ms}, {"reference", r.reference_ms}, {"device", r.device_ms},
                            {"total", r.total_ms}}},
                    {"outputs", r.outputs}};
+  if (!r.warnings.empty()) j["warnings"] = r.warnings;
   if (!r.case_json.is_null()) j["case"] = r.case_json;
   return j;
 }
@@ -112,6 +116,7 @@ Expected<CaseResult> case_result_from_json(const nlohmann::json& j) {
       r.total_ms = j["ms"].value("total", 0.0);
     }
     r.outputs = j.value("outputs", nlohmann::json::array());
+    if (j.contains("warnings")) r.warnings = j["warnings"].get<std::vector<std::string>>();
     if (j.contains("case")) r.case_json = j["case"];
     return r;
   } catch (const nlohmann::json::exception& e) {
@@ -150,6 +155,7 @@ Expected<std::string> read_if_present(const std::string& path) {
 // read_results on the text of `path`.
 Expected<std::vector<CaseResult>> parse_results(const std::string& text, const std::string& path) {
   std::vector<CaseResult> out;
+  std::map<std::string, int64_t> line_of;  // case id -> its line, for second results
   size_t start = 0;
   for (int64_t n = 1; start < text.size(); ++n) {
     const size_t newline = text.find('\n', start);
@@ -168,9 +174,136 @@ Expected<std::vector<CaseResult>> parse_results(const std::string& text, const s
     }
     auto r = case_result_from_json(j);
     if (!r) return r.status().with_context(fmt::format("{}: line {}", path, n));
+    if (auto [at, fresh] = line_of.emplace(r->id, n); !fresh) {
+      return parse_error(fmt::format("{}: line {}: second result for case '{}' (first at line {}): two runs wrote "
+                                     "this report at once; run it again into an empty folder",
+                                     path, n, r->id, at->second));
+    }
     out.push_back(std::move(*r));
   }
   return out;
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+// "pid P on host H since T", written into run.lock by its holder.
+std::string holder_text(int fd) {
+  char buf[512];
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::string text = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\0')) text.pop_back();
+  return text.empty() ? "an unknown process (run.lock is empty)" : text;
+}
+
+// The files a run writes in its folder; none of them may be a link, or writing would land outside.
+constexpr const char* kReportFiles[] = {"results.jsonl", "run.json",      "summary.txt",  "junit.xml",
+                                       "report.html",   "baseline.txt", "baseline.json"};
+
+Status check_no_links(int dir_fd, const std::string& dir) {
+  for (const char* name : kReportFiles) {
+    struct stat st {};
+    if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      return parse_error(fmt::format("{}/{}: a symbolic link; opgate never writes through links in a report folder "
+                                     "(remove it or use another --out)",
+                                     dir, name));
+    }
+    if (!S_ISREG(st.st_mode)) return parse_error(fmt::format("{}/{}: not a regular file", dir, name));
+  }
+  struct stat st {};
+  if (::fstatat(dir_fd, "failed", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) {
+    return parse_error(fmt::format("{}/failed: {}; opgate never writes through links in a report folder (remove it "
+                                   "or use another --out)",
+                                   dir, S_ISLNK(st.st_mode) ? "a symbolic link" : "not a folder"));
+  }
+  return Status::ok();
+}
+
+// Writes `name` in the folder `dir_fd` through a fresh temporary file (O_EXCL|O_NOFOLLOW: never an
+// existing file or link) renamed over it (rename replaces a link, never follows it).
+Status write_at_atomic(int dir_fd, const std::string& name, const std::string& bytes, const std::string& shown) {
+  static std::atomic<uint64_t> sequence{0};
+  const std::string tmp = fmt::format(".{}.tmp.{}.{}", name, static_cast<long>(::getpid()), sequence++);
+  const int fd = ::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return io_error(fmt::format("{}: cannot create a temporary file: {}", shown, errno_text()));
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? errno_text() : "no progress";
+      ::close(fd);
+      ::unlinkat(dir_fd, tmp.c_str(), 0);
+      return io_error(fmt::format("{}: write failed: {}", shown, why));
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) {  // deferred write errors (NFS, quota)
+    const std::string why = errno_text();
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
+    return io_error(fmt::format("{}: write failed: {}", shown, why));
+  }
+  if (::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
+    const std::string why = errno_text();
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
+    return io_error(fmt::format("{}: cannot rename into place: {}", shown, why));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+struct ReportFolder {
+  int dir_fd = -1;     // the folder, opened once: later names are resolved relative to it
+  int failed_fd = -1;  // failed/, opened with O_NOFOLLOW
+  int lock_fd = -1;    // run.lock, flock(LOCK_EX) held until this closes
+  ReportFolder() = default;
+  ReportFolder(const ReportFolder&) = delete;
+  ReportFolder& operator=(const ReportFolder&) = delete;
+  ~ReportFolder() {
+    for (int fd : {failed_fd, lock_fd, dir_fd}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+};
+
+namespace {
+
+// Opens `dir` (creating it) and takes its lock; a second holder is named in the error.
+Expected<std::shared_ptr<ReportFolder>> lock_folder(const std::string& dir) {
+  OPGATE_TRY(make_dirs(dir));
+  auto folder = std::make_shared<ReportFolder>();
+  folder->dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (folder->dir_fd < 0) return io_error(fmt::format("{}: cannot open the report folder: {}", dir, errno_text()));
+  const std::string lock_path = dir + "/" + kReportLockFile;
+  folder->lock_fd = ::openat(folder->dir_fd, kReportLockFile, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (folder->lock_fd < 0) {
+    return errno == ELOOP ? parse_error(fmt::format("{}: a symbolic link; opgate never writes through links in a "
+                                                    "report folder (remove it or use another --out)",
+                                                    lock_path))
+                          : io_error(fmt::format("{}: cannot open: {}", lock_path, errno_text()));
+  }
+  // flock, not fcntl locks: it belongs to the open file, so the kernel drops it when the process
+  // ends however it ends (kill -9 included), and a case child sharing the descriptor cannot free it.
+  if (::flock(folder->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) return io_error(fmt::format("{}: cannot lock: {}", lock_path, errno_text()));
+    return parse_error(fmt::format("{}: being written by {} ({}); wait for it to end or use another --out", dir,
+                                   holder_text(folder->lock_fd), lock_path));
+  }
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = '\0';
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  const std::string holder = fmt::format("pid {} on host {} since {}\n", static_cast<long>(::getpid()), host, stamp);
+  if (::ftruncate(folder->lock_fd, 0) != 0 ||
+      ::pwrite(folder->lock_fd, holder.data(), holder.size(), 0) != static_cast<ssize_t>(holder.size())) {
+    return io_error(fmt::format("{}: cannot write: {}", lock_path, errno_text()));
+  }
+  return folder;
 }
 
 Status check_same_run(const RunInfoFile& before, const nlohmann::json& now) {
@@ -201,7 +334,21 @@ nlohmann::json run_field(const nlohmann::json& info, const std::string& field) {
 
 std::string run_field_text(const nlohmann::json& value) { return value.is_null() ? "unset" : value.dump(); }
 
+Status check_not_being_written(const std::string& dir) {
+  const std::string lock_path = dir + "/" + kReportLockFile;
+  const int fd = ::open(lock_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Status::ok();  // no lock file: written before locks, or by nobody
+  Status st = Status::ok();
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    st = parse_error(fmt::format("{}: being written by {} ({}); wait for the run to end", dir, holder_text(fd),
+                                 lock_path));
+  }
+  ::close(fd);  // releases the shared lock taken just to look
+  return st;
+}
+
 Status check_finished(const std::string& dir, const RunInfoFile& run, size_t results) {
+  OPGATE_TRY(check_not_being_written(dir));
   const nlohmann::json& info = run.info;
   if (!info.is_object() || !info.contains("cases") || !info["cases"].is_number_integer()) return Status::ok();
   const int64_t cases = info["cases"].get<int64_t>();
@@ -267,6 +414,10 @@ Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann
   ReportWriter w;
   w.dir_ = dir;
   w.run_info_ = run_info;
+  // Lock first, then look: another run could otherwise change the folder between the two.
+  OPGATE_ASSIGN_OR_RETURN(w.folder_, lock_folder(dir));
+  const int dir_fd = w.folder_->dir_fd;
+  OPGATE_TRY(check_no_links(dir_fd, dir));
   const std::string results = dir + "/results.jsonl";
   const std::string run_json = dir + "/run.json";
   std::string text;
@@ -298,39 +449,62 @@ Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann
       ++w.counts_[static_cast<size_t>(r.verdict)];
     }
   }
-  OPGATE_TRY(make_dirs(dir + "/failed"));
+  if (::mkdirat(dir_fd, "failed", 0755) != 0 && errno != EEXIST) {
+    return io_error(fmt::format("{}/failed: cannot create folder: {}", dir, errno_text()));
+  }
+  w.folder_->failed_fd = ::openat(dir_fd, "failed", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (w.folder_->failed_fd < 0) {
+    return parse_error(fmt::format("{}/failed: not a folder ({}); opgate never writes through links in a report folder",
+                                   dir, errno_text()));
+  }
   if (!has_run_json) {
-    OPGATE_TRY(write_file_atomic(run_json, run_info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+    OPGATE_TRY(write_at_atomic(dir_fd, "run.json",
+                               run_info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", run_json));
   } else if (!refreshed.is_null()) {
-    OPGATE_TRY(
-        write_file_atomic(run_json, refreshed.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+    OPGATE_TRY(write_at_atomic(dir_fd, "run.json",
+                               refreshed.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", run_json));
   }
-  if (!resume) {
-    std::ofstream truncate(results, std::ios::trunc);
-    if (!truncate) return io_error(fmt::format("{}: cannot write", results));
-  } else if (keep < text.size() && ::truncate(results.c_str(), static_cast<off_t>(keep)) != 0) {
-    return io_error(fmt::format("{}: cannot cut off the partial last line: {}", results, std::strerror(errno)));
+  const int fd = ::openat(dir_fd, "results.jsonl", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (resume ? 0 : O_TRUNC),
+                          0644);
+  if (fd < 0) return io_error(fmt::format("{}: cannot write: {}", results, errno_text()));
+  if (resume && keep < text.size() && ::ftruncate(fd, static_cast<off_t>(keep)) != 0) {
+    const std::string why = errno_text();
+    ::close(fd);
+    return io_error(fmt::format("{}: cannot cut off the partial last line: {}", results, why));
   }
+  ::close(fd);
   return w;
 }
 
 Status ReportWriter::append(const CaseResult& r) {
   const std::string results = dir_ + "/results.jsonl";
-  std::ofstream out(results, std::ios::app);
-  if (!out) return io_error(fmt::format("{}: cannot append", results));
   nlohmann::json j = to_json(r);
   j.erase("case");  // the case is in failed/<id>.json for failures; keep lines short
-  out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-  out.flush();
-  if (!out) return io_error(fmt::format("{}: write failed", results));
+  const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  // One write() of the whole line with O_APPEND: a crash leaves at most a cut last line.
+  const int fd = ::openat(folder_->dir_fd, "results.jsonl", O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return io_error(fmt::format("{}: cannot append: {}", results, errno_text()));
+  size_t written = 0;
+  while (written < line.size()) {
+    const ssize_t n = ::write(fd, line.data() + written, line.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? errno_text() : "no progress";
+      ::close(fd);
+      return io_error(fmt::format("{}: write failed: {}", results, why));
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) return io_error(fmt::format("{}: write failed: {}", results, errno_text()));
   done_.insert(r.id);
   ++counts_[static_cast<size_t>(r.verdict)];
   if (verdict_fails(r.verdict, true)) {
     nlohmann::json failed = r.case_json.is_null() ? nlohmann::json::object() : r.case_json;
     failed["result"] = to_json(r);
     failed["result"].erase("case");
-    OPGATE_TRY(write_file_atomic(dir_ + "/failed/" + r.id + ".json",
-                                 failed.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+    OPGATE_TRY(write_at_atomic(folder_->failed_fd, r.id + ".json",
+                               failed.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+                               dir_ + "/failed/" + r.id + ".json"));
   }
   return Status::ok();
 }
@@ -357,7 +531,7 @@ Status ReportWriter::finish() {
   std::string summary = fmt::format("opgate run {}\n", run_info_.dump());
   summary += failures;
   summary += counts_line(counts) + "\n";
-  OPGATE_TRY(write_file_atomic(dir_ + "/summary.txt", summary));
+  OPGATE_TRY(write_at_atomic(folder_->dir_fd, "summary.txt", summary, dir_ + "/summary.txt"));
 
   std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   xml += fmt::format("<testsuites name=\"opgate\" tests=\"{}\">\n", results.size());
@@ -387,8 +561,9 @@ Status ReportWriter::finish() {
     xml += "  </testsuite>\n";
   }
   xml += "</testsuites>\n";
-  OPGATE_TRY(write_file_atomic(dir_ + "/junit.xml", xml));
-  return write_file_atomic(dir_ + "/report.html", render_html_report(run_info_, results, counts));
+  OPGATE_TRY(write_at_atomic(folder_->dir_fd, "junit.xml", xml, dir_ + "/junit.xml"));
+  return write_at_atomic(folder_->dir_fd, "report.html", render_html_report(run_info_, results, counts),
+                         dir_ + "/report.html");
 }
 
 }  // namespace opgate

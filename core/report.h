@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -42,6 +43,7 @@ struct CaseResult {
   std::string repro;                // one-line command that reruns the case
   nlohmann::json outputs = nlohmann::json::array();  // CompareResult JSON per output
   nlohmann::json case_json;         // the case itself (for failed/<id>.json and `opgate repro`)
+  std::vector<std::string> warnings;  // findings that do not change the verdict (Backend::take_warnings)
   int repeats = 1;
   bool determinism_checked = false;
   double fill_ms = 0, reference_ms = 0, device_ms = 0, total_ms = 0;
@@ -86,15 +88,29 @@ struct RunInfoFile {
 };
 Expected<RunInfoFile> read_run_info(const std::string& dir);
 // Refuses a report whose run info says it selected more cases than `results` holds: a run killed
-// and never resumed would silently leave its remaining cases out ("<dir>: unfinished run: ...").
+// and never resumed would silently leave its remaining cases out ("<dir>: unfinished run: ..."),
+// and a report that a run is still writing (check_not_being_written).
 Status check_finished(const std::string& dir, const RunInfoFile& run, size_t results);
+// The lock file a running `opgate run` (or `merge`) holds in its report folder.
+constexpr const char* kReportLockFile = "run.lock";
+// Refuses a report folder whose lock another process holds: "<dir>: being written by pid P on host
+// H since T (<dir>/run.lock)". Ok when there is no lock file or nobody holds it (a killed run's
+// lock is released by the kernel, whatever killed it).
+Status check_not_being_written(const std::string& dir);
 // The report folder a command-line argument names: the folder itself or its results.jsonl. Errors
 // call it a report: "<path>: no such report ...", "<dir>/results.jsonl: missing (not a report folder?)".
 Expected<std::string> report_folder(const std::string& path);
 
+// An open report folder: its lock (flock on run.lock) and the folder descriptors that files are
+// created through without following symbolic links. Closing it releases the lock.
+struct ReportFolder;
+
 class ReportWriter {
  public:
-  // Creates `dir` (and failed/) and writes run.json. With `resume`, first refuses a run_info that
+  // Creates `dir` and takes its lock (another holder: exit-2 error naming pid, host and start
+  // time); refuses a folder whose results.jsonl, run.json, summary.txt, junit.xml, report.html or
+  // failed/ is a symbolic link or not a plain file / folder. Then creates failed/ and writes
+  // run.json. With `resume`, first refuses a run_info that
   // differs from the folder's in a kResumeFields field, then cuts a partial last line off
   // results.jsonl and remembers the case ids it holds; run.json keeps its first run's info except
   // "cases", which becomes this run's count. Nothing is written when it fails.
@@ -109,6 +125,7 @@ class ReportWriter {
 
  private:
   std::string dir_;
+  std::shared_ptr<ReportFolder> folder_;
   nlohmann::json run_info_;
   std::set<std::string> done_;
   VerdictCounts counts_{};
@@ -117,7 +134,8 @@ class ReportWriter {
 // Reads every CaseResult of a results.jsonl (used by resume, `opgate merge` and baselines); a
 // missing file holds no results. Blank lines are skipped, and so is a malformed last line without
 // its newline (a crash cut it short; resume runs that case again). Any other malformed line is an
-// error "<path>: line N: malformed JSON: ...".
+// error "<path>: line N: malformed JSON: ...", and so is a second result for one case id (two runs
+// wrote the file at once): "<path>: line N: second result for case '<id>' (first at line M) ...".
 Expected<std::vector<CaseResult>> read_results(const std::string& path);
 
 }  // namespace opgate

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/child_process.h"
+#include "core/fill_override.h"
 #include "core/golden.h"
 #include "core/guard.h"
 #include "core/op_registry.h"
@@ -40,6 +41,7 @@ CaseResult finish(CaseResult r, Verdict v, std::string reason, Clock::time_point
 struct DeviceRun {
   std::map<std::string, GuardedBuffer> buffers;
   TensorMap images;
+  std::vector<std::string> warnings;  // the backend's findings that do not fail the case
 };
 Expected<DeviceRun> run_device(const Problem& problem, Backend& backend, const TensorMap& packed) {
   DeviceRun run;
@@ -49,6 +51,7 @@ Expected<DeviceRun> run_device(const Problem& problem, Backend& backend, const T
   }
   Status st = backend.run(problem, packed, run.images);
   if (!st.is_ok()) return st;
+  run.warnings = backend.take_warnings();
   return run;
 }
 
@@ -159,7 +162,7 @@ CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt) {
 
   // (4) fill and (5) reference or golden.
   auto t = Clock::now();
-  auto filled = problem.fill(c.fill, c.seed);
+  auto filled = fill_case_inputs(problem, c);
   if (!filled) return finish(r, Verdict::kInvalidCase, filled.status().message(), t0);
   const TensorMap& inputs = *filled;
   Status data_ok = problem.check_data(inputs);
@@ -206,6 +209,7 @@ CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt) {
   auto run = run_device(problem, backend, packed);
   r.device_ms = ms_since(t);
   if (!run) return finish(r, Verdict::kBackendError, run.status().message(), t0);
+  r.warnings = run->warnings;
   for (const auto& [name, buffer] : run->buffers) {
     const std::string broken = check_guards(buffer);
     if (!broken.empty()) {
@@ -296,6 +300,9 @@ CaseResult run_case_isolated(const Case& c, Backend& backend, const RunOptions& 
       opt.timeout_s);
   switch (child.end) {
     case ChildOutcome::End::kNotStarted: return finish(base, Verdict::kBackendError, child.error, t0);
+    // The caller sees stop_signal() and records nothing for this case (resume runs it again).
+    case ChildOutcome::End::kInterrupted:
+      return finish(base, Verdict::kBackendError, "interrupted by a stop signal; not recorded", t0);
     case ChildOutcome::End::kTimedOut:
       return finish(base, Verdict::kTimeout,
                     fmt::format("no result within --timeout {} s; child killed", opt.timeout_s), t0);

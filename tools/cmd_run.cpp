@@ -2,6 +2,7 @@
 // (one case with maximal detail).
 #include <sys/stat.h>
 
+#include <csignal>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cases/generate.h"
+#include "core/child_process.h"
 #include "core/golden.h"
 #include "core/op_registry.h"
 #include "core/runner.h"
@@ -26,6 +28,7 @@ struct RunFlags {
   int repeat = 1;
   double timeout_s = 600;
   bool no_isolate = false, resume = false, strict = false, quiet = false;
+  bool extreme_fills = false;  // --generate: each case gets one extreme per-tensor fill
   int64_t generate = 0;  // > 0: run this many freshly generated cases per operator
   uint64_t seed = 1;
   std::string size = "medium";
@@ -100,7 +103,8 @@ Expected<std::vector<Case>> generated(const RunFlags& f, SelectionCounts* counts
   OPGATE_ASSIGN_OR_RETURN(SizeClass size, parse_size_class(f.size));
   std::vector<Case> out;
   for (const OpInfo* op : ops) {
-    OPGATE_ASSIGN_OR_RETURN(auto cases, generate_cases(*op, f.generate, f.seed, size));
+    OPGATE_ASSIGN_OR_RETURN(auto cases, f.extreme_fills ? generate_extreme_cases(*op, f.generate, f.seed, size)
+                                                        : generate_cases(*op, f.generate, f.seed, size));
     for (auto& c : cases) {
       c.tier = "generated";
       out.push_back(std::move(c));
@@ -147,7 +151,44 @@ std::vector<std::string> absolute_paths(const std::vector<std::string>& files) {
   return out;
 }
 
+std::string quoted(const std::string& s) {
+  if (!s.empty() && s.find_first_of(" '\"$`\\|&;<>(){}*?!#~\t\n") == std::string::npos) return s;
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+// The command that continues an interrupted run: the same selection and configuration (what
+// --resume checks against run.json), into the same folder.
+std::string resume_command(const RunFlags& f, const std::string& out) {
+  std::string cmd = "opgate run --resume --out " + quoted(out);
+  auto add = [&](const char* flag, const std::string& value) { cmd += fmt::format(" {} {}", flag, quoted(value)); };
+  if (!f.root.empty()) add("--root", f.root);
+  if (f.backend != "emu") add("--backend", f.backend);
+  for (const auto& op : f.sel.ops) add("--op", op);
+  for (const auto& tier : f.sel.tiers) add("--tier", tier);
+  for (const auto& file : absolute_paths(f.sel.files)) add("--cases", file);
+  if (!f.sel.filter.empty()) add("--filter", f.sel.filter);
+  if (!f.sel.shard.empty()) add("--shard", f.sel.shard);
+  if (f.repeat != 1) add("--repeat", std::to_string(f.repeat));
+  if (f.against != "reference") add("--against", f.against);
+  if (!f.golden_root.empty()) add("--golden-root", f.golden_root);
+  if (f.timeout_s != 600) add("--timeout", fmt::format("{}", f.timeout_s));
+  if (f.generate > 0) {
+    add("--generate", std::to_string(f.generate));
+    add("--seed", std::to_string(f.seed));
+    add("--size", f.size);
+    if (f.extreme_fills) cmd += " --extreme-fills";
+  }
+  if (!f.baseline.path.empty()) add("--baseline", f.baseline.path);
+  if (f.strict) cmd += " --strict";
+  if (f.no_isolate) cmd += " --no-isolate";
+  if (f.quiet) cmd += " --quiet";
+  return cmd;
+}
+
 int run_cases(RunFlags& f) {
+  if (f.extreme_fills && f.generate == 0) return fail(parse_error("--extreme-fills needs --generate N"));
   const std::string root = repo_root(f.root);
   SelectionCounts counts;
   auto cases = f.generate > 0 ? generated(f, &counts) : select_cases(root, f.sel, &counts);
@@ -202,12 +243,16 @@ int run_cases(RunFlags& f) {
   for (const auto& name : f.sel.ops) stems.push_back(resolve_op(name).value()->stem);  // resolved above
   selection["ops"] = stems;
   if (f.generate > 0) selection.update({{"generate", f.generate}, {"seed", f.seed}, {"size", f.size}});
+  if (f.extreme_fills) selection["extreme_fills"] = true;
   info["selection"] = selection;
   // The shard, from --shard or the GTEST_* variables, is what resume and merge check.
   const auto shard = selected_shard(f.sel);  // already parsed by select_cases
   if (shard && shard->second > 1) info["shard"] = fmt::format("{}/{}", shard->first, shard->second);
   auto writer = ReportWriter::open(out, info, f.resume);
   if (!writer) return fail(writer.status());
+  // From here on SIGINT/SIGTERM end the run cleanly: the current case is dropped (resume runs it),
+  // the reports are written for what finished, and the exit code is 128 + the signal.
+  install_stop_handlers();
   if (cases->empty()) {
     fmt::print("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
                "report\n", shard->first, shard->second, counts.matched);
@@ -215,8 +260,12 @@ int run_cases(RunFlags& f) {
   size_t n = 0;
   for (const Case& c : *cases) {
     ++n;
+    if (stop_signal() != 0) break;
     if (writer->done_ids().count(c.id)) continue;
     CaseResult r = opt.isolate ? run_case_isolated(c, **backend, opt) : run_case(c, **backend, opt);
+    // An isolated case's child was killed by the stop: its verdict would be a lie. A case run in
+    // this process finished, so it is kept.
+    if (stop_signal() != 0 && opt.isolate) break;
     if (c.source.empty()) {
       const auto at = r.repro.find("<report>");
       if (at != std::string::npos) r.repro.replace(at, 8, out);
@@ -227,6 +276,7 @@ int run_cases(RunFlags& f) {
       if (verdict_fails(r.verdict, true)) {
         fmt::print("{}    repro: {}\n", describe_result(r), r.repro);
       }
+      for (const auto& w : r.warnings) fmt::print("    warning: {}\n", w);
       std::fflush(stdout);
     }
     Status st = writer->append(r);
@@ -235,6 +285,13 @@ int run_cases(RunFlags& f) {
   Status st = writer->finish();
   if (!st.is_ok()) return fail(st);
   fmt::print("{}\nreport: {}\n", counts_line(writer->counts()), out);
+  if (const int sig = stop_signal(); sig != 0) {
+    std::fflush(stdout);
+    fmt::print(stderr, "opgate: stopped by {} with {} of {} cases done; the report holds them: {}\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", writer->done_ids().size(), cases->size(), out);
+    fmt::print(stderr, "opgate: continue with: {}\n", resume_command(f, out));
+    return 128 + sig;
+  }
   if (f.baseline.path.empty()) return gate_exit_code(writer->counts(), f.strict);
   BaselineFlags bf = f.baseline;
   bf.options.strict = f.strict;
@@ -263,6 +320,8 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", f->seed, "Generator seed for --generate");
   cmd->add_option("--size", f->size, "Size budget for --generate: small, medium, large")
       ->check(CLI::IsMember({"small", "medium", "large"}));
+  cmd->add_flag("--extreme-fills", f->extreme_fills,
+                "With --generate: each case fills one float input with subnormals, near-max values or signed zeros");
   add_baseline_flags(cmd, f->baseline, true);
   add_common(cmd, *f);
   cmd->callback([f, &exit_code] { exit_code = run_cases(*f); });

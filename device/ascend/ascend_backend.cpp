@@ -62,6 +62,7 @@ class AscendBackend final : public Backend {
       : libs_(libs), facts_(std::move(facts)), session_(libs, device) {
     soc_.name = facts_.value("soc", "");
     soc_.family = ascend::soc_family(soc_.name);
+    soc_.cann_version = facts_.value("cann_version", "");
     for (const auto& [stem, op] : marshalled_ops()) bindings_[stem] = bind(*libs_, *op);
   }
 
@@ -98,7 +99,13 @@ class AscendBackend final : public Backend {
     const Support s = supports(problem);
     if (!s.yes) return Status(StatusCode::kUnsupported, s.reason);
     const Binding& b = bindings_.at(problem.op().stem);
-    return ascend::run_call(session_, *b.op, *b.entry, problem, inputs, outputs);
+    return ascend::run_call(session_, *b.op, *b.entry, problem, inputs, outputs, &warnings_);
+  }
+
+  std::vector<std::string> take_warnings() override {
+    std::vector<std::string> out;
+    out.swap(warnings_);
+    return out;
   }
 
   // Unsupported operators and SoCs give kUnsupported: no device verdict exists to compare.
@@ -119,6 +126,7 @@ class AscendBackend final : public Backend {
   ascend::SocInfo soc_;
   std::map<std::string, Binding> bindings_;
   ascend::DeviceSession session_;
+  std::vector<std::string> warnings_;  // of the runs since the last take_warnings()
 };
 
 }  // namespace

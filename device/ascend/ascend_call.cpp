@@ -198,7 +198,7 @@ Tensor* CallArgs::patch(const std::string& name) {
   return &patched_.emplace(name, in->second.clone()).first->second;
 }
 
-Status CallArgs::collect() {
+Status CallArgs::collect(std::vector<std::string>* warnings) {
   OPGATE_TRY(status_);
   for (const auto& [name, out] : *outputs_) {
     if (images_.count(name) == 0) {
@@ -209,10 +209,16 @@ Status CallArgs::collect() {
     if (im.output) {
       std::vector<uint8_t> staging(im.body_bytes + 2 * kDeviceGuardBytes);
       OPGATE_TRY(im.buffer.download(api_, 0, staging.data(), staging.size()));
-      size_t before = 0, after = 0, first_after = 0;
+      // After the body: first the slack CANN allows a kernel to touch (a warning), then the guards.
+      const size_t slack = device_slack_bytes(im.body_bytes);
+      size_t before = 0, after = 0, first_after = 0, in_slack = 0, last_in_slack = 0;
       for (size_t i = 0; i < kDeviceGuardBytes; ++i) {
         before += staging[i] != guard_byte(i);
-        if (staging[kDeviceGuardBytes + im.body_bytes + i] != guard_byte(kDeviceGuardBytes + i) && after++ == 0) {
+        if (staging[kDeviceGuardBytes + im.body_bytes + i] == guard_byte(kDeviceGuardBytes + i)) continue;
+        if (i < slack) {
+          ++in_slack;
+          last_in_slack = i;
+        } else if (after++ == 0) {
           first_after = i;
         }
       }
@@ -220,10 +226,16 @@ Status CallArgs::collect() {
         std::string where;
         if (before != 0) where = fmt::format("{} guard byte(s) before it changed", before);
         if (after != 0) {
-          where += fmt::format("{}{} guard byte(s) after it changed (first at byte {} past the end)",
-                               where.empty() ? "" : "; ", after, first_after);
+          where += fmt::format("{}{} guard byte(s) after it changed (first at byte {} past the end, beyond the {} "
+                               "bytes ALIGN_UP(len, 32) + 32 allows)",
+                               where.empty() ? "" : "; ", after, first_after, slack);
         }
         return Status(StatusCode::kBackendError, fmt::format("write outside output '{}' on the device: {}", name, where));
+      }
+      if (in_slack != 0 && warnings != nullptr) {
+        warnings->push_back(fmt::format("output '{}' ({} bytes): the kernel changed {} of the {} bytes after its end "
+                                        "that CANN lets it touch (ALIGN_UP(len, 32) + 32; last at byte {} past the end)",
+                                        name, im.body_bytes, in_slack, slack, last_in_slack));
       }
       std::copy_n(staging.begin() + static_cast<ptrdiff_t>(kDeviceGuardBytes), im.body_bytes,
                   outputs_->at(name).data());
@@ -242,7 +254,7 @@ Status CallArgs::collect() {
 }
 
 Status run_call(DeviceSession& session, const AscendOp& op, const ResolvedEntry& entry, const Problem& problem,
-                const TensorMap& inputs, TensorMap& outputs) {
+                const TensorMap& inputs, TensorMap& outputs, std::vector<std::string>* warnings) {
   OPGATE_TRY(session.ensure());
   const AclApi& api = session.api();
   CallArgs args(api, entry, problem.specs(), &inputs, &outputs);
@@ -268,7 +280,7 @@ Status run_call(DeviceSession& session, const AscendOp& op, const ResolvedEntry&
   if (launched != 0) return call_failed(api, entry.name, launched);
   const aclError synced = api.aclrtSynchronizeStream(session.stream());
   if (synced != acl::kSuccess) return call_failed(api, "aclrtSynchronizeStream after " + entry.name, synced);
-  return args.collect();
+  return args.collect(warnings);
 }
 
 Expected<int64_t> probe_rejection(DeviceSession& session, const AscendOp& op, const ResolvedEntry& entry,

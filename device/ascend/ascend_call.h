@@ -25,6 +25,16 @@ struct ResolvedEntry {
 
 // Guard bytes around every output on the device: a kernel writing past its output lands in them.
 constexpr size_t kDeviceGuardBytes = 256;
+// CANN lets a kernel touch up to ALIGN_UP(len, 32) + 32 bytes of an allocation of len bytes (its
+// vector units move whole 32-byte blocks): writes there are a warning, writes beyond an error.
+constexpr size_t kDeviceBlockBytes = 32;
+// Bytes after an output of `len` bytes that a kernel may touch: ALIGN_UP(len, 32) + 32 - len.
+constexpr size_t device_slack_bytes(size_t len) {
+  return (len + kDeviceBlockBytes - 1) / kDeviceBlockBytes * kDeviceBlockBytes + kDeviceBlockBytes - len;
+}
+static_assert(device_slack_bytes(1) == 63 && device_slack_bytes(32) == 32 && device_slack_bytes(33) == 63,
+              "slack: ALIGN_UP(len, 32) + 32 - len");
+static_assert(device_slack_bytes(31) < kDeviceGuardBytes, "the guards must reach past the slack");
 
 // The arguments of one call, owned until the call's results are back. In run mode they come from
 // the packed input images and the (poisoned) output images; in descriptor mode (rejection probes)
@@ -73,8 +83,8 @@ class CallArgs {
 
   // After the stream is synchronised: copies every output back into its host image (guards
   // checked), and checks that every input came back unchanged and that every output image was
-  // passed to the call.
-  Status collect();
+  // passed to the call. Writes into an output's alignment slack are added to `warnings`.
+  Status collect(std::vector<std::string>* warnings);
 
  private:
   struct Image {
@@ -108,8 +118,9 @@ class CallArgs {
 
 // Runs `problem` through `op` on the session's device: GetWorkspaceSize, workspace, launch,
 // synchronise, copy back. kBackendError names the failing call, its code and the runtime's message.
+// Findings that do not fail the call (writes into an output's alignment slack) go to `warnings`.
 Status run_call(DeviceSession& session, const AscendOp& op, const ResolvedEntry& entry, const Problem& problem,
-                const TensorMap& inputs, TensorMap& outputs);
+                const TensorMap& inputs, TensorMap& outputs, std::vector<std::string>* warnings);
 // The code GetWorkspaceSize returns for `problem`'s descriptors (0 = accepted).
 Expected<int64_t> probe_rejection(DeviceSession& session, const AscendOp& op, const ResolvedEntry& entry,
                                   const Problem& problem);

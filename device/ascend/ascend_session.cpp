@@ -125,6 +125,7 @@ Expected<nlohmann::json> probe_device(std::shared_ptr<const AclLibraries> libs, 
       timeout_s);
   switch (child.end) {
     case ChildOutcome::End::kNotStarted: return internal_error("device probe: " + child.error);
+    case ChildOutcome::End::kInterrupted: return unavailable("the device probe was interrupted (SIGINT/SIGTERM)");
     case ChildOutcome::End::kTimedOut:
       return unavailable(fmt::format("the device probe (aclInit, aclrtSetDevice({})) did not finish within {} s",
                                      device, timeout_s));

@@ -47,4 +47,37 @@ Support documented_support(const SocInfo& soc, std::initializer_list<SocFamily> 
   return {false, fmt::format("{} is {}; {} lists only {}", soc.name, soc_family_name(soc.family), doc, names)};
 }
 
+namespace {
+
+// Reads a decimal number at `at`, advancing it; false without digits or beyond 9 digits.
+bool read_number(const std::string& s, size_t& at, int& out) {
+  size_t end = at;
+  while (end < s.size() && end - at < 9 && s[end] >= '0' && s[end] <= '9') ++end;
+  if (end == at || (end < s.size() && s[end] >= '0' && s[end] <= '9')) return false;
+  out = std::stoi(s.substr(at, end - at));
+  at = end;
+  return true;
+}
+
+}  // namespace
+
+bool cann_at_least(const std::string& version, int major, int minor, int patch) {
+  size_t at = 0;
+  int v_major = 0, v_minor = 0, v_patch = 0;
+  if (!read_number(version, at, v_major) || at >= version.size() || version[at] != '.') return false;
+  ++at;
+  if (!read_number(version, at, v_minor)) return false;
+  // A third component that is not a number (RC1, T5, alpha001) marks a pre-release of x.y.0.
+  bool release = at + 1 < version.size() && version[at] == '.' && version[at + 1] >= '0' && version[at + 1] <= '9';
+  if (release) {
+    ++at;
+    release = read_number(version, at, v_patch);
+    if (!release) return false;
+  }
+  if (v_major != major) return v_major > major;
+  if (v_minor != minor) return v_minor > minor;
+  if (!release) return false;  // x.y.RCn < x.y.0 <= x.y.patch
+  return v_patch >= patch;
+}
+
 }  // namespace opgate::ascend

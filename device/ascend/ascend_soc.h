@@ -22,7 +22,14 @@ enum class SocFamily {
 struct SocInfo {
   std::string name;  // aclrtGetSocName, e.g. "Ascend910B3"
   SocFamily family = SocFamily::kUnknown;
+  std::string cann_version;  // aclsysGetCANNVersion, e.g. "8.0.0", "8.3.RC1"; "" or "unknown (..)"
 };
+
+// Whether a CANN version string is at least major.minor.patch. Release strings are
+// <major>.<minor>.<patch>[...]; a pre-release (8.0.RC1, 8.0.T5, 8.0.alpha001) precedes
+// <major>.<minor>.0 and counts as below it. False when the string cannot be read: a caller that
+// needs a version must not guess it.
+bool cann_at_least(const std::string& version, int major, int minor, int patch);
 
 SocFamily soc_family(const std::string& soc_name);
 // "Atlas A2", "Atlas A3", "Ascend 950", "Atlas inference series (310P)", ...

@@ -22,7 +22,17 @@ constexpr const char* kLegacy = "aclnnMoeFFN";
 
 Support supports(const Problem& problem, const SocInfo& soc, const std::string& entry) {
   Support s = documented_support(soc, {SocFamily::kA2}, "the aclnnFFN documentation (ascend-abi.md §5.5)");
-  if (!s.yes || entry != kLegacy) return s;
+  if (!s.yes) return s;
+  // aclnnFFN gained the four antiquant tensors (19 parameters) in CANN 8.0.0; the older 13-parameter
+  // form would receive every argument after deqScale2 shifted. Only a CANN that says it is 8.0.0 or
+  // newer gets the 19-parameter call.
+  if (entry != kLegacy) {
+    if (cann_at_least(soc.cann_version, 8, 0, 0)) return s;
+    return {false, fmt::format("aclnnFFN is called with its 19-parameter CANN 8.0.0 prototype, and this CANN reports "
+                               "version '{}' (before 8.0.0 or unreadable), where aclnnFFN had 13 parameters and "
+                               "aclnnMoeFFN is not exported",
+                               soc.cann_version)};
+  }
   const Params& p = problem.params<Params>();
   if (!problem.validate().is_ok()) {
     return {false, "the reference's rejection codes follow aclnnFFN (spec §2.9); this CANN serves the legacy "

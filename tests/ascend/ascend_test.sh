@@ -112,10 +112,29 @@ errors)
   check_error "aclrtMemcpy\(device to host, [0-9]+ bytes\) failed with 507899" OPGATE_STANDIN_FAIL=aclrtMemcpyDeviceToHost
   check_error "aclCreateTensor\([a-z0-9]+ \[[0-9, ]*\]\) returned NULL: stand-in: injected failure" OPGATE_STANDIN_FAIL=aclCreateTensor@2
   check_error "${ENTRY}GetWorkspaceSize failed with 561000: stand-in: injected" OPGATE_STANDIN_FAIL="${ENTRY}GetWorkspaceSize"
-  # A kernel that writes outside its output or into an input is caught on the device side.
-  check_error "write outside output '[A-Za-z0-9.]+' on the device: 1 guard byte\(s\) after it changed \(first at byte 0" \
-    OPGATE_STANDIN_OOB=after
+  # A kernel that writes outside its output or into an input is caught on the device side. CANN
+  # lets a kernel touch up to ALIGN_UP(len, 32) + 32 bytes: the first byte past that is an error,
+  # bytes inside it a warning in the case's result.
+  check_error "write outside output '[A-Za-z0-9.]+' on the device: 1 guard byte\(s\) after it changed \(first at byte [0-9]+ past the end, beyond the [0-9]+ bytes ALIGN_UP\(len, 32\) \+ 32 allows\)" \
+    OPGATE_STANDIN_OOB=beyond
   check_error "write outside output '[A-Za-z0-9.]+' on the device: 1 guard byte\(s\) before it changed" OPGATE_STANDIN_OOB=before
+  rm -rf "$WORK/r"
+  opgate_in "${A[@]}" OPGATE_STANDIN_OOB=after -- "${ONE[@]}"
+  expect $? 0 "warning: output '[A-Za-z0-9.]+' \([0-9]+ bytes\): the kernel changed 1 of the [0-9]+ bytes after its end that CANN lets it touch" \
+    "one byte past the end: a warning"
+  grep -q '"warnings":\["output ' "$WORK/r/results.jsonl" && ok || bad "the warning is not in results.jsonl"
+  # Whole 32-byte blocks past every output end of the smoke tier (the whole slack), at least one of
+  # them unaligned: warnings, never BACKEND_ERROR.
+  T="$WORK/oob_trace.txt"
+  rm -f "$T"
+  opgate_in "${A[@]}" OPGATE_STANDIN_OOB=block OPGATE_STANDIN_TRACE="$T" -- run --cases "$SMOKE" --backend ascend \
+    --out "$WORK/block" -q
+  expect $? 0 "failed:0 .*backend_error:0" "whole 32-byte blocks past the output end"
+  unaligned=$(sed -n 's/.*kernel wrote [0-9]* byte(s) block output .* of \([0-9]*\) bytes .*/\1/p' "$T" |
+              awk '$1 % 32 != 0' | wc -l)
+  [ "$unaligned" -gt 0 ] && ok || bad "no smoke case has an unaligned output end (trace: $(grep -c 'block output' "$T") writes)"
+  nwarn=$(grep -c '"warnings":' "$WORK/block/results.jsonl")
+  [ "$nwarn" -eq "$(grep -c 'block output' "$T")" ] && ok || bad "$nwarn warnings for $(grep -c 'block output' "$T") block writes"
   check_error "the device modified input '[A-Za-z0-9.]+'" OPGATE_STANDIN_CORRUPT_INPUT=1
   # Rejection codes: a device that returns another code than the reference fails the case.
   CODE_CASE=$(sed -n 's/.*"id": *"\([^"]*\)".*/\1/p' "$INVALID" | head -1)
@@ -241,6 +260,24 @@ op:*)
       grep -q "PASSED " "$WORK/out.txt" && ok || bad "no case passed through aclnnMoeFFN"
       grep -q '"moe_ffn":{"aclnn":"aclnnMoeFFN","library":"[^"]*/legacy/lib64/libopapi.so"' "$WORK/legacy/summary.txt" &&
         ok || bad "the report names aclnnMoeFFN and its library"
+      # aclnnFFN's 19-parameter prototype exists from CANN 8.0.0: an older (or unreadable) version
+      # without aclnnMoeFFN gives SKIPPED with the version, never a shifted-argument call.
+      for version in 7.1.0 8.0.RC1 garbled; do
+        rm -f "$T"
+        opgate_in ASCEND_HOME_PATH="$CANN" OPGATE_STANDIN_CANN_VERSION="$version" OPGATE_STANDIN_TRACE="$T" -- run \
+          --cases "$SRC/cases/$OP/smoke.json" --backend ascend --out "$WORK/cann_$version"
+        expect $? 0 "SKIPPED .*aclnnFFN is called with its 19-parameter CANN 8.0.0 prototype, and this CANN reports version '$version'" \
+          "aclnnFFN on CANN $version"
+        grep -qE "^\[ *[0-9]+/[0-9]+\] (PASSED|FAILED|BACKEND_ERROR)" "$WORK/out.txt" && bad "a case ran on CANN $version" || ok
+        grep -q 'aclnnFFNGetWorkspaceSize' "$T" && bad "aclnnFFN was called on CANN $version" || ok
+      done
+      opgate_in ASCEND_HOME_PATH="$CANN" OPGATE_STANDIN_CANN_VERSION=8.0.0 -- run --cases "$SRC/cases/$OP/smoke.json" \
+        --backend ascend --out "$WORK/cann_800" -q
+      expect $? 0 "failed:0 .*skipped:0 .*backend_error:0" "aclnnFFN on CANN 8.0.0"
+      # The legacy entry has one prototype in every version: a CANN 7 library that exports it is used.
+      opgate_in ASCEND_HOME_PATH="$STANDIN/legacy" OPGATE_STANDIN_CANN_VERSION=7.1.0 -- run \
+        --cases "$SRC/cases/$OP/smoke.json" --backend ascend --out "$WORK/legacy7"
+      grep -q "PASSED " "$WORK/out.txt" && ok || bad "aclnnMoeFFN not used on CANN 7.1.0"
       ;;
     ffn_worker_batching)
       grep -q ' aclCreateIntArray \[' "$T" && ok || bad "no maxOutShape int array"

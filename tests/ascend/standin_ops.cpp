@@ -91,15 +91,32 @@ std::string run_kernel(const std::vector<View>& views, const Kernel& kernel) {
     }
     scatter(v, t);
   }
-  // OPGATE_STANDIN_OOB=after|before: the first output also gets one byte written just past its end
-  // (or just before its start), as a kernel with an off-by-one would.
+  // OPGATE_STANDIN_OOB: the first output also gets bytes written outside it, as a kernel would
+  //   after   one byte just past its end (inside the slack CANN allows: a warning)
+  //   before  one byte just before its start (an error)
+  //   block   every byte from its end to ALIGN_UP(len, 32) + 32, as a kernel moving whole 32-byte
+  //           blocks at an unaligned tail does (the whole slack: a warning)
+  //   beyond  one byte at ALIGN_UP(len, 32) + 32, the first byte past the slack (an error)
   const std::string oob = env("OPGATE_STANDIN_OOB");
   for (const View& v : views) {
     if (!v.output || oob.empty()) continue;
-    uint8_t* at = oob == "before" ? v.data + v.offset * static_cast<int64_t>(opgate::dtype_size(v.dtype)) - 1
-                                  : v.data + reach(v);
-    if (device_range(at, 1)) *at = static_cast<uint8_t>(~*at);
-    trace(fmt::format("kernel wrote one byte {} output '{}'", oob, v.name));
+    const size_t len = reach(v);
+    const size_t slack_end = (len + 31) / 32 * 32 + 32;
+    size_t first = len, count = 1;
+    uint8_t* base = v.data;
+    if (oob == "before") {
+      base = v.data + v.offset * static_cast<int64_t>(opgate::dtype_size(v.dtype)) - 1;
+      first = 0;
+    } else if (oob == "block") {
+      count = slack_end - len;
+    } else if (oob == "beyond") {
+      first = slack_end;
+    }
+    if (device_range(base + first, count)) {
+      for (size_t i = 0; i < count; ++i) base[first + i] = static_cast<uint8_t>(~base[first + i]);
+    }
+    trace(fmt::format("kernel wrote {} byte(s) {} output '{}' of {} bytes (at byte {})", count, oob, v.name, len,
+                      oob == "before" ? -1 : static_cast<int64_t>(first)));
     break;
   }
   // OPGATE_STANDIN_CORRUPT_INPUT=1: the kernel scribbles on its first non-empty input.

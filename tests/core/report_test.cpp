@@ -3,6 +3,8 @@
 // the run info a resumed run must share with its folder (and the case count it refreshes there).
 #include "core/report.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -104,8 +106,10 @@ TEST_F(ReportFiles, an_invalid_result_names_file_and_line) {
 }
 
 TEST_F(ReportFiles, resume_cuts_the_partial_line_before_appending) {
-  auto first = ReportWriter::open(dir_, kRunInfo, false);
-  ASSERT_TRUE(first) << first.status().message();
+  {
+    auto first = ReportWriter::open(dir_, kRunInfo, false);  // a run that crashed: its lock is gone
+    ASSERT_TRUE(first) << first.status().message();
+  }
   const std::string b = line("b", Verdict::kFailed);
   write(results_, line("a", Verdict::kPassed) + b.substr(0, b.size() - 20));
   auto w = ReportWriter::open(dir_, kRunInfo, true);
@@ -266,6 +270,87 @@ TEST_F(ReportFiles, a_report_is_a_folder_or_its_results_file) {
   auto empty = report_folder(dir_ + "/empty");
   ASSERT_FALSE(empty);
   EXPECT_NE(empty.status().message().find("empty/results.jsonl: missing"), std::string::npos);
+}
+
+TEST_F(ReportFiles, a_second_result_for_one_case_is_an_error) {
+  write(results_, line("a", Verdict::kPassed) + line("b", Verdict::kPassed) + line("a", Verdict::kFailed));
+  auto r = read_results(results_);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message().rfind(results_ + ": line 3: second result for case 'a' (first at line 1)", 0), 0u)
+      << r.status().message();
+}
+
+// flock belongs to the open file: a second open in the same process is refused like another process.
+TEST_F(ReportFiles, a_locked_folder_is_refused_naming_the_holder) {
+  auto first = ReportWriter::open(dir_, kRunInfo, false);
+  ASSERT_TRUE(first) << first.status().message();
+  ASSERT_TRUE(first->append(CaseResult{}).is_ok());
+  const std::string before = text(results_);
+  for (bool resume : {false, true}) {
+    auto second = ReportWriter::open(dir_, kRunInfo, resume);
+    ASSERT_FALSE(second);
+    EXPECT_EQ(second.status().message().rfind(dir_ + ": being written by pid " + std::to_string(getpid()) + " on host ", 0), 0u)
+        << second.status().message();
+    EXPECT_NE(second.status().message().find("(" + dir_ + "/run.lock)"), std::string::npos);
+  }
+  EXPECT_EQ(text(results_), before);
+  const Status st = check_not_being_written(dir_);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("being written by pid"), std::string::npos);
+  EXPECT_FALSE(check_finished(dir_, RunInfoFile{"", nullptr}, 1).is_ok());
+}
+
+TEST_F(ReportFiles, a_released_lock_is_taken_again) {
+  { ASSERT_TRUE(ReportWriter::open(dir_, kRunInfo, false)); }
+  EXPECT_TRUE(check_not_being_written(dir_).is_ok());
+  auto again = ReportWriter::open(dir_, kRunInfo, true);
+  EXPECT_TRUE(again) << again.status().message();
+}
+
+TEST_F(ReportFiles, links_in_the_folder_are_refused_and_not_followed) {
+  const std::string outside = dir_ + "/outside.txt";
+  write(outside, "precious\n");
+  const std::string folder = dir_ + "/report";
+  std::filesystem::create_directory(folder);
+  for (const char* name : {"results.jsonl", "run.json", "summary.txt", "junit.xml", "report.html", "failed"}) {
+    const std::string link = folder + "/" + name;
+    std::filesystem::create_symlink(outside, link);
+    for (bool resume : {false, true}) {
+      auto w = ReportWriter::open(folder, kRunInfo, resume);
+      ASSERT_FALSE(w) << name;
+      EXPECT_NE(w.status().message().find(link + ": "), std::string::npos) << w.status().message();
+      EXPECT_NE(w.status().message().find("symbolic link"), std::string::npos) << w.status().message();
+    }
+    std::filesystem::remove(link);
+  }
+  EXPECT_EQ(text(outside), "precious\n");
+}
+
+// Later writes go through the folder's descriptors: a failed/ swapped for a link after open is not followed.
+TEST_F(ReportFiles, failed_files_stay_in_the_folder_opened) {
+  auto w = ReportWriter::open(dir_, kRunInfo, false);
+  ASSERT_TRUE(w) << w.status().message();
+  const std::string elsewhere = dir_ + "_elsewhere";
+  std::filesystem::create_directory(elsewhere);
+  std::filesystem::rename(dir_ + "/failed", dir_ + "/failed_moved");
+  std::filesystem::create_directory_symlink(elsewhere, dir_ + "/failed");
+  CaseResult r;
+  r.id = "x";
+  r.verdict = Verdict::kFailed;
+  ASSERT_TRUE(w->append(r).is_ok());
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/failed_moved/x.json"));
+  EXPECT_TRUE(std::filesystem::is_empty(elsewhere));
+  std::filesystem::remove_all(elsewhere);
+}
+
+TEST_F(ReportFiles, warnings_round_trip) {
+  CaseResult r;
+  r.id = "w";
+  r.warnings = {"output 'y' (30 bytes): the kernel changed 2 of the 34 bytes after its end"};
+  auto back = case_result_from_json(to_json(r));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->warnings, r.warnings);
+  EXPECT_FALSE(to_json(CaseResult{}).contains("warnings"));
 }
 
 }  // namespace
