@@ -7,7 +7,8 @@
 // is an error); "nan", "inf" and "-inf" are written as strings (JSON has no such numbers). Each
 // value is rounded to the tensor's dtype (nearest even); a value that would overflow to Inf, flush
 // to zero, or (integer dtypes) is not an integer in range, is an error.
-// `extreme` classes cycle through fixed bit patterns (float dtypes only; see extreme_pattern).
+// `extreme` classes replace every other element (flat indices 0, 2, 4, ...) with fixed bit patterns,
+// in turn (float dtypes only; see extreme_pattern); the operator's values stay in between.
 #pragma once
 
 #include <cstdint>

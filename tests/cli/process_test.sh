@@ -170,7 +170,7 @@ d = json.load(open(sys.argv[1]))
 d["cases"] = [dict(d["cases"][0], tensors={"x": {"fill": {"values": [1e9]}}})]
 json.dump(d, open(sys.argv[2], "w"))
 P
-expect_error 2 "fills_range.json: cases\[0\]: case 'mffn.fastgelu_bias.f16.001': field 'tensors.x.fill': values\[0\]: 1000000000 overflows float16" \
+expect_error 2 "fills_range.json: cases\[0\]: case 'mffn.fastgelu_bias.f16.001': field 'tensors.x.fill': values\[0\]: 1e\+09 overflows float16" \
   run --cases "$WORK/fills_range.json" --out "$WORK/fills_range"
 # Values written into an integer index tensor that break the call's preconditions: the operator's
 # data checks make it INVALID_CASE, not a crash.

@@ -2,6 +2,8 @@
 // IEEE layouts (sign | exponent | mantissa), their values against ldexp, value lists, and errors.
 #include "core/fill_override.h"
 
+#include "core/case.h"
+
 #include <cmath>
 #include <limits>
 
@@ -48,24 +50,25 @@ TEST(FillOverride, Float32Patterns) {
 
 // The patterns mean what their names say, read back through the dtype conversions.
 TEST(FillOverride, PatternValues) {
-  Tensor h = Tensor::zeros(DType::kF16, {6});
+  // Extremes go to the even flat indices: pattern entry j lands on element 2j.
+  Tensor h = Tensor::zeros(DType::kF16, {12});
   ASSERT_TRUE(apply_fill_override({"x", true, ExtremeClass::kSubnormal, {}}, h).is_ok());
   EXPECT_EQ(h.get(0), std::ldexp(1.0, -24));
-  EXPECT_EQ(h.get(1), -std::ldexp(1.0, -24));
-  EXPECT_EQ(h.get(2), 1023 * std::ldexp(1.0, -24));
-  EXPECT_EQ(h.get(4), std::ldexp(1.0, -15));
-  Tensor b = Tensor::zeros(DType::kBF16, {4});
+  EXPECT_EQ(h.get(2), -std::ldexp(1.0, -24));
+  EXPECT_EQ(h.get(4), 1023 * std::ldexp(1.0, -24));
+  EXPECT_EQ(h.get(8), std::ldexp(1.0, -15));
+  Tensor b = Tensor::zeros(DType::kBF16, {8});
   ASSERT_TRUE(apply_fill_override({"x", true, ExtremeClass::kNearMax, {}}, b).is_ok());
   EXPECT_EQ(b.get(0), (2 - std::ldexp(1.0, -7)) * std::ldexp(1.0, 127));
-  EXPECT_EQ(b.get(2), (2 - std::ldexp(1.0, -6)) * std::ldexp(1.0, 127));
+  EXPECT_EQ(b.get(4), (2 - std::ldexp(1.0, -6)) * std::ldexp(1.0, 127));
   Tensor f = Tensor::zeros(DType::kF32, {2});
   ASSERT_TRUE(apply_fill_override({"x", true, ExtremeClass::kSubnormal, {}}, f).is_ok());
   EXPECT_EQ(f.get(0), std::ldexp(1.0, -149));
-  Tensor z = Tensor::zeros(DType::kF32, {2});
+  Tensor z = Tensor::full(DType::kF32, {4}, 5.0);
   ASSERT_TRUE(apply_fill_override({"x", true, ExtremeClass::kSignedZero, {}}, z).is_ok());
   EXPECT_FALSE(std::signbit(z.get(0)));
-  EXPECT_TRUE(std::signbit(z.get(1)));
-  EXPECT_EQ(z.get(1), 0.0);
+  EXPECT_TRUE(std::signbit(z.get(2)));
+  EXPECT_EQ(z.get(2), 0.0);
 }
 
 // Every class for every float dtype has a pattern; integer dtypes have none.
@@ -89,10 +92,14 @@ TEST(FillOverride, EveryClassEveryFloatDtype) {
   }
 }
 
-TEST(FillOverride, PatternCyclesOverTheTensor) {
-  Tensor t = Tensor::zeros(DType::kF16, {2, 4});
+// Every other element takes the next pattern entry; the operator's values stay in between.
+TEST(FillOverride, PatternOnEveryOtherElement) {
+  Tensor t = Tensor::full(DType::kF16, {2, 5}, 1.5);  // 1.5 = 0x3E00
   ASSERT_TRUE(apply_fill_override({"x", true, ExtremeClass::kInf, {}}, t).is_ok());
-  for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(t.bits(i), i % 2 == 0 ? 0x7C00u : 0xFC00u) << i;
+  const Bits want{0x7C00, 0x3E00, 0xFC00, 0x3E00, 0x7C00, 0x3E00, 0xFC00, 0x3E00, 0x7C00, 0x3E00};
+  for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(t.bits(i), want[static_cast<size_t>(i)]) << i;
+  // The two rows differ (row 0 starts with +Inf, row 1 with 1.5 then -Inf).
+  EXPECT_NE(t.bits(0), t.bits(5));
 }
 
 Expected<std::vector<FillOverride>> parse(const char* text) {
@@ -186,12 +193,52 @@ TEST(FillOverride, CheckedAgainstTheCallsDtypes) {
   EXPECT_EQ(check(R"({"x": {"fill": {"extreme": "near_max"}}})"), "");
   EXPECT_NE(check(R"({"idx": {"fill": {"extreme": "subnormal"}}})").find("field 'tensors.idx.fill.extreme': extreme fills are for float tensors; this one is int32"),
             std::string::npos);
-  EXPECT_NE(check(R"({"x": {"fill": {"values": [1e9]}}})").find("field 'tensors.x.fill': values[0]: 1000000000 overflows float16"),
+  EXPECT_NE(check(R"({"x": {"fill": {"values": [1e9]}}})").find("field 'tensors.x.fill': values[0]: 1e+09 overflows float16"),
             std::string::npos);
   EXPECT_NE(check(R"({"x": {"fill": {"values": [1, 2, 3, 4, 5]}}})").find("5 values for a tensor of 4 elements"),
             std::string::npos);
   // An index tensor may be given values; whether they break the call is the operator's check_data.
   EXPECT_EQ(check(R"({"idx": {"fill": {"values": [-1, 99]}}})"), "");
+}
+
+// Through a real operator: the override lands in the inputs the reference and the device get,
+// after the operator's fill (the odd elements keep the operator's values).
+TEST(FillOverride, CaseInputsCarryTheOverride) {
+  auto cases = parse_cases_text(R"({"op": "moe_finalize_routing_v2_grad", "cases": [
+      {"id": "mfrg.t.f32", "params": {"dtype": "float32", "R": 4, "H": 16, "expertNum": 2}, "seed": 1, "fill": "exact",
+       "tensors": {"gradY": {"fill": {"extreme": "subnormal"}}}},
+      {"id": "mfrg.u.f32", "params": {"dtype": "float32", "R": 4, "H": 16, "expertNum": 2}, "seed": 1, "fill": "exact"}]})",
+                                "<test>");
+  ASSERT_TRUE(cases) << cases.status().message();
+  auto with = make_problem((*cases)[0]);
+  auto without = make_problem((*cases)[1]);
+  ASSERT_TRUE(with && without);
+  auto in = fill_case_inputs(**with, (*cases)[0]);
+  auto plain = fill_case_inputs(**without, (*cases)[1]);
+  ASSERT_TRUE(in && plain) << (in ? plain.status().message() : in.status().message());
+  const Tensor& g = in->at("gradY");
+  const Tensor& p = plain->at("gradY");
+  ASSERT_EQ(g.numel(), 64);
+  EXPECT_EQ(g.bits(0), 0x00000001u);
+  EXPECT_EQ(g.bits(2), 0x80000001u);
+  EXPECT_EQ(g.bits(4), 0x007FFFFFu);
+  for (int64_t i = 1; i < 64; i += 2) EXPECT_EQ(g.bits(i), p.bits(i)) << i;
+  for (const auto& [name, t] : *plain) {
+    if (name != "gradY") {
+      EXPECT_TRUE(t.bytes_equal(in->at(name))) << name;
+    }
+  }
+  // An override naming something that is not an input of the call.
+  Case bad = (*cases)[1];
+  bad.tensors = {{"gradExpandedXOut", {{"fill", {{"extreme", "inf"}}}}}};
+  auto p2 = make_problem(bad);
+  if (p2) {
+    auto filled = fill_case_inputs(**p2, bad);
+    ASSERT_FALSE(filled);
+    EXPECT_NE(filled.status().message().find("field 'tensors.gradExpandedXOut.fill': not an input of this call"),
+              std::string::npos)
+        << filled.status().message();
+  }
 }
 
 }  // namespace
