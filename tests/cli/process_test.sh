@@ -155,7 +155,7 @@ json.dump(dict(d, cases=[bad]), open(sys.argv[2], "w"))
 ok = []
 for n, cls in enumerate(["subnormal", "near_max", "signed_zero"]):
     ok.append(dict(first, id=f"{first['id']}.x{cls}", tensors={"gradY": {"fill": {"extreme": cls}}}))
-ok.append(dict(first, id=first["id"] + ".xvalues", tensors={"gradY": {"fill": {"values": [0.0, -0.0, 1e-40, 3.5]}}}))
+ok.append(dict(first, id=first["id"] + ".xvalues", tensors={"gradY": {"fill": {"values": [0.0, -0.0, 1e-40, 3.5, -2.25]}}}))
 json.dump(dict(d, cases=ok), open(sys.argv[3], "w"))
 P
 expect_error 2 "fills_bad.json: cases\[0\]: case 'mfrg.copy_no_scales.f32.001': field 'tensors.gradY.fill.extreme': unknown extreme class 'tiny'" \
