@@ -272,9 +272,13 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode mo
   gs.tol.u_acc = 0x1p-24;
   gs.tol.out_ulps = 0.5;
   if (mode == FillMode::kExact) {
-    gs.tol.c = 0;
+    // Every product and partial sum is an integer below 2^24, so the fp32 total is the exact sum
+    // in any order and the only rounding is the final CAST_RINT: the bits are determined, ties
+    // included (a half-away or truncating cast fails).
+    gs.kind = CheckKind::kExact;
+    gs.rounding = Rounding::kNearestEven;
     gs.reason = "exact fill: products and partial sums are integers below 2^24, exact in fp32 in any "
-                "order; only the final cast rounds (half an output ulp)";
+                "order; the final CAST_RINT is the only rounding, so the result is the RNE-rounded sum";
   } else {
     // Error of an fp32 sum of H products with an unknown reduction order (hardware BlockReduceSum
     // over 8-element blocks, then a ReduceSum of the block sums, then chunk additions): at most

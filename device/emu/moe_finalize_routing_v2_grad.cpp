@@ -24,6 +24,7 @@ enum class Defect {
   kGradScalesHalfAccumulation,
   kLastBlockDropped,
   kNanFlushedToZero,
+  kGradScalesCastHalfAway,
 };
 
 using DefectEntry = ::opgate::DefectEntry<Defect>;
@@ -46,6 +47,9 @@ constexpr DefectEntry kDefects[] = {
     {Defect::kNanFlushedToZero, "mfrg.nan_flushed_to_zero",
      "gradExpandedX passes a NaN-unsafe select (v > -Inf ? v : 0, as a Maxs/Compare flush would) "
      "that turns NaN into 0; Inf is kept"},
+    {Defect::kGradScalesCastHalfAway, "mfrg.grad_scales_cast_half_away",
+     "the final fp32 -> T cast of gradScales rounds ties away from zero (CAST_ROUND) instead of "
+     "CAST_RINT"},
 };
 
 // hiddenPrePart: elements per H-chunk of the gradScales reduction. The tiling derives it from the
@@ -207,7 +211,8 @@ Status run(const grad_ref::Params& p, const TensorMap& in, TensorMap& out,
       }
       prod[static_cast<size_t>(j)] = v * static_cast<float>(gy->get(r * h + j));
     }
-    gs.set(i, reduce_products(prod, gs.dtype(), defect));
+    gs.set(i, reduce_products(prod, gs.dtype(), defect),
+           defect == Defect::kGradScalesCastHalfAway ? Rounding::kHalfAway : Rounding::kNearestEven);
   }
   return Status::ok();
 }

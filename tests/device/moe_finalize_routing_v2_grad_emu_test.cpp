@@ -262,12 +262,23 @@ TEST(MoeFinalizeRoutingV2GradEmu, every_defect_is_caught_by_its_case) {
       {"mfrg.last_block_dropped", long_sum_case(DType::kF32, 12, 0.5)},
       {"mfrg.nan_flushed_to_zero", nan_case()},
   };
+  // Pinned bit for bit by their own test: the bound of count_violations allows half an ulp.
+  const std::set<std::string> pinned_elsewhere = {"mfrg.grad_scales_cast_half_away"};
   for (const DefectInfo& d : defects()) {
+    if (pinned_elsewhere.count(d.name)) continue;
     const auto it = exposing.find(d.name);
     ASSERT_NE(it, exposing.end()) << "no exposing case for " << d.name;
     EXPECT_EQ(violations_of(it->second, ""), 0) << d.name;
     EXPECT_GT(violations_of(it->second, d.name), 0) << d.name << ": " << d.description;
   }
+}
+
+// 257 ones summed in fp32 are exactly 257, a tie between the bf16 values 256 and 258: CAST_RINT
+// gives 256, a half-away cast 258 (the exact-fill cases check these bits).
+TEST(MoeFinalizeRoutingV2GradEmu, grad_scales_cast_is_rne_at_a_tie) {
+  const Case c = long_sum_case(DType::kBF16, 257, 1.0);
+  EXPECT_EQ(run_emu(c, "").at(kGradScales).get(0), 256.0);
+  EXPECT_EQ(run_emu(c, "mfrg.grad_scales_cast_half_away").at(kGradScales).get(0), 258.0);
 }
 
 // A categorical choice made at full size, so it is uniform from the first test on (RapidCheck
