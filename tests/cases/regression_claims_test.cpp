@@ -515,6 +515,42 @@ TEST_P(RegressionClaims, every_case_holds_the_condition_its_issue_names) {
   }
 }
 
+// The claim of case `id` in cases/<stem>/regression.json after `patch` is merged into its params.
+bool holds_after(const std::string& stem, const std::string& id, const Json& patch) {
+  auto cases = load_case_file(std::string(OPGATE_SOURCE_DIR) + "/cases/" + stem + "/regression.json");
+  EXPECT_TRUE(cases.has_value());
+  if (!cases.has_value()) return true;
+  for (Case c : *cases) {
+    if (c.id != id) continue;
+    c.params.merge_patch(patch);
+    auto problem = make_problem(c);
+    EXPECT_TRUE(problem.has_value()) << problem.status().message();
+    if (!problem.has_value()) return true;
+    auto in = (*problem)->fill(c.fill, c.seed);
+    EXPECT_TRUE(in.has_value());
+    if (!in.has_value()) return true;
+    return claim_of(id)->holds(Filled{(*problem)->params_json(), std::move(*in)});
+  }
+  ADD_FAILURE() << id << " not found";
+  return true;
+}
+
+// The predicates can fail: each is false on its case changed so that the condition is gone.
+TEST(RegressionClaimsTable, predicates_reject_cases_without_the_condition) {
+  // The case as it was before issue 12: its only Inf row had no dropped slot.
+  EXPECT_FALSE(holds_after("moe_finalize_routing_v2_grad", "mfrg.dropped_no_bias_inf_grad.f32.001",
+                           {{"dropRate", 0.125}}));
+  EXPECT_FALSE(holds_after("moe_finalize_routing_v2_grad", "mfrg.bias_without_scales_ignored.f16.001",
+                           {{"scales", true}}));
+  EXPECT_FALSE(holds_after("ffn_worker_batching", "fwb.mask_threshold_exact.i8.001", {{"maskValue", 2147483647}}));
+  EXPECT_FALSE(holds_after("ffn_worker_batching", "fwb.group_list_tail_multi_core.f16.001",
+                           {{"maxOutShape", {2, 16, 9, 2}}}));  // 288 tokens: one core
+  EXPECT_FALSE(holds_after("moe_ffn", "mffn.regress_leading_empty_experts.f16.001",
+                           {{"expertTokens", {1, 0, 5, 0, 3}}}));
+  EXPECT_FALSE(holds_after("incre_flash_attention_v3", "ifa.extra_lengths_ignored.bf16.001",
+                           {{"actualSeqLengths", {12, 29}}}));
+}
+
 // The claims are no larger than the files: a stale entry would hide a renamed case.
 TEST(RegressionClaimsTable, every_claim_names_a_current_regression_case) {
   std::set<std::string> ids;
