@@ -45,7 +45,7 @@ constexpr DefectEntry kDefects[] = {
     {Defect::kLastBlockDropped, "mfrg.last_block_dropped",
      "the gradScales reduction ignores the H % 8 elements after the last full 32-byte block"},
     {Defect::kNanFlushedToZero, "mfrg.nan_flushed_to_zero",
-     "gradExpandedX passes a NaN-unsafe select (v > -Inf ? v : 0, as a Maxs/Compare flush would) "
+     "gradExpandedX passes a NaN-unsafe select (v >= -Inf ? v : 0, as a Compare/Select flush would) "
      "that turns NaN into 0; Inf is kept"},
     {Defect::kGradScalesCastHalfAway, "mfrg.grad_scales_cast_half_away",
      "the final fp32 -> T cast of gradScales rounds ties away from zero (CAST_ROUND) instead of "
