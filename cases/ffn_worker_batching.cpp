@@ -120,6 +120,13 @@ void fill_payload(const Params& p, FillMode mode, uint64_t seed, Tensor& tokens,
           break;
       }
     }
+    // A row of only NaN/Inf patterns (likely with small H) would leave y nothing finite to compare
+    // (MISTRUSTED): its first element becomes the slot number, so such rows also differ.
+    if (mode == FillMode::kAdversarial && !int8) {
+      bool finite = false;
+      for (int64_t j = 0; j < h; ++j) finite = finite || std::isfinite(tokens.get(t * h + j));
+      if (!finite && h > 0) tokens.set(t * h, static_cast<double>(1 + t % 1024));
+    }
     // Realistic: activations N(0, 1); int8 tokens quantised per token with scale amax / 127.
     const double scale = static_cast<double>(static_cast<float>(std::max(amax, 1e-3) / 127));
     if (mode == FillMode::kRealistic) {

@@ -92,14 +92,39 @@ void fill_scales(Tensor& t, FillMode mode, uint64_t seed) {
   }
 }
 
+// Row 3 of the adversarial fill: every product gradY * scale lies exactly halfway between two
+// values of the dtype, so the rounding of gradExpandedX is visible bit for bit. With p mantissa
+// digits, g = m * 2^(1-p) for an odd m in [2^(p-1), 2^(p+1)/3) and s = +-1.5 * 2^-e: the exact
+// product 3m/2 * 2^(1-p-e) needs p + 1 digits and ends in the half bit. About half of the lower
+// neighbours are odd, so round-to-nearest-even, half-away and truncation all differ somewhere.
+void make_ties(const Params& p, TensorMap& in, uint64_t seed) {
+  const int digits = mantissa_digits(p.dtype);
+  const int64_t lo = int64_t{1} << (digits - 1);
+  const int64_t hi = ((int64_t{1} << (digits + 1)) - 1) / 3;  // 3m < 2^(p+1)
+  CounterRng rng(seed, "adversarial.ties");
+  Tensor& g = in.at("gradY");
+  const int64_t base = 3 * p.hidden;
+  for (int64_t j = 0; j < p.hidden; ++j) {
+    const auto u = static_cast<uint64_t>(j);
+    const int64_t m = rng.integer(u, lo / 2, (hi - 1) / 2) * 2 + 1;
+    g.set(base + j, std::ldexp(static_cast<double>(j % 2 ? -m : m), 1 - digits));
+  }
+  Tensor& s = in.at("scalesOptional");
+  for (int64_t k = 0; k < p.top_k; ++k) {
+    const auto u = static_cast<uint64_t>(p.hidden + k);
+    s.set(3 * p.top_k + k, std::ldexp(k % 2 ? -1.5 : 1.5, -static_cast<int>(rng.integer(u, 0, 2))));
+  }
+}
+
 // Adversarial extras where the kernel's behaviour is defined by IEEE arithmetic: a NaN and an
-// infinity in gradY row 0; row 1 as large as the dtype allows without any sum overflowing (its
+// infinity in gradY row 0 (R >= 2); row 1 as large as the dtype allows without any sum overflowing (its
 // gradScales sums |v|*big stay below max/8 in every order, so fp32 partial sums cannot overflow
 // where the exact sum does not); zero scales (signed-zero products) in row 2; every slot of the
 // last row dropped.
-void make_adversarial(const Params& p, TensorMap& in, Routing& routing) {
+void make_adversarial(const Params& p, TensorMap& in, Routing& routing, uint64_t seed) {
   Tensor& g = in.at("gradY");
-  if (p.hidden >= 2) {
+  // With one row its NaN would reach every gradScales element and leave nothing finite to compare.
+  if (p.hidden >= 2 && p.num_rows >= 2) {
     g.set(0, std::nan(""));
     g.set(1, -INFINITY);
   }
@@ -134,6 +159,7 @@ void make_adversarial(const Params& p, TensorMap& in, Routing& routing) {
   if (p.num_rows >= 4) {
     for (int64_t k = 0; k < p.top_k; ++k) routing.row[static_cast<size_t>((p.num_rows - 1) * p.top_k + k)] = -1;
   }
+  if (p.has_scales && p.num_rows >= 5) make_ties(p, in, seed);
 }
 
 }  // namespace
@@ -159,9 +185,6 @@ Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j) {
   if (!p.has_scales && p.top_k != 1) {
     return parse_error(fmt::format("field 'params.K': {} needs \"scales\": true (without scales K is 1)", p.top_k));
   }
-  if (p.has_bias && !p.has_scales) {
-    return parse_error("field 'params.bias': bias is only read with scales; set \"scales\": true");
-  }
   return std::make_pair(p, k);
 }
 
@@ -181,10 +204,9 @@ nlohmann::json generate(Chooser& c) {
   b.rows(c.integer(1, 64, "R"));
   const bool scales = c.flag(0.75, "scales");
   b.scales(scales);
-  if (scales) {
-    b.top_k(c.integer(1, 16, "K"));
-    b.bias(c.flag(0.5, "bias"));
-  }
+  if (scales) b.top_k(c.integer(1, 16, "K"));
+  // Without scales a bias is a valid argument the kernel ignores (README, issue 13).
+  b.bias(c.flag(scales ? 0.5 : 0.25, "bias"));
   b.hidden(c.integer(1, 300, "H"));
   const int64_t experts = c.integer(1, 16, "expertNum");
   if (c.flag(0.5, "dropPadMode")) {
@@ -212,7 +234,7 @@ Expected<TensorMap> fill(const Params& p, const Knobs& k, const SpecMap& specs, 
     fill_scales(in.at("scalesOptional"), mode, seed);
   }
   if (p.has_bias) fill_values(in.at("biasOptional"), mode, seed, "biasOptional", 0.1);
-  if (mode == FillMode::kAdversarial) make_adversarial(p, in, routing);
+  if (mode == FillMode::kAdversarial) make_adversarial(p, in, routing, seed);
   Tensor& rows = in.at("expandedRowIdx");
   for (int64_t i = 0; i < rows.numel(); ++i) rows.set(i, static_cast<double>(routing.row[static_cast<size_t>(i)]));
   if (p.has_bias) {
@@ -251,9 +273,13 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode mo
   gs.tol.u_acc = 0x1p-24;
   gs.tol.out_ulps = 0.5;
   if (mode == FillMode::kExact) {
-    gs.tol.c = 0;
+    // Every product and partial sum is an integer below 2^24, so the fp32 total is the exact sum
+    // in any order and the only rounding is the final CAST_RINT: the bits are determined, ties
+    // included (a half-away or truncating cast fails).
+    gs.kind = CheckKind::kExact;
+    gs.rounding = Rounding::kNearestEven;
     gs.reason = "exact fill: products and partial sums are integers below 2^24, exact in fp32 in any "
-                "order; only the final cast rounds (half an output ulp)";
+                "order; the final CAST_RINT is the only rounding, so the result is the RNE-rounded sum";
   } else {
     // Error of an fp32 sum of H products with an unknown reduction order (hardware BlockReduceSum
     // over 8-element blocks, then a ReduceSum of the block sums, then chunk additions): at most

@@ -51,7 +51,8 @@ class Builder {
   Builder& top_k(int64_t k) { p_.top_k = k; return *this; }
   Builder& hidden(int64_t h) { p_.hidden = h; return *this; }
   Builder& scales(bool on = true) { p_.has_scales = on; return *this; }
-  Builder& bias(bool on = true) { p_.has_bias = on; if (on) p_.has_scales = true; return *this; }
+  // Without scales the bias and expertIdx are passed but ignored by the kernel.
+  Builder& bias(bool on = true) { p_.has_bias = on; return *this; }
   Builder& drop_pad(int64_t experts, int64_t capacity) {
     p_.drop_pad_mode = 1; p_.expert_num = experts; p_.expert_capacity = capacity; return *this;
   }

@@ -20,7 +20,7 @@ struct Params {
   int64_t hidden = 1;      // H
   DType dtype = DType::kF32;  // gradY, expandedX, scales, bias and both outputs
   bool has_scales = false;    // scalesOptional (and then expandedXOptional) present
-  bool has_bias = false;      // biasOptional and expertIdxOptional present (needs scales)
+  bool has_bias = false;      // biasOptional and expertIdxOptional present (read only with scales)
   int64_t drop_pad_mode = 0;  // 0 dropless, 1 drop/pad
   int64_t active_num = 0;     // mode 0: effective iff 0 < activeNum < R*K
   int64_t expert_num = 1;     // E: bias rows; mode 1 also E*C rows of expandedX

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -22,6 +23,8 @@ enum class Defect {
   kKMajorIndex,
   kGradScalesHalfAccumulation,
   kLastBlockDropped,
+  kNanFlushedToZero,
+  kGradScalesCastHalfAway,
 };
 
 using DefectEntry = ::opgate::DefectEntry<Defect>;
@@ -41,6 +44,12 @@ constexpr DefectEntry kDefects[] = {
      "gradScales is accumulated sequentially in the output dtype instead of fp32"},
     {Defect::kLastBlockDropped, "mfrg.last_block_dropped",
      "the gradScales reduction ignores the H % 8 elements after the last full 32-byte block"},
+    {Defect::kNanFlushedToZero, "mfrg.nan_flushed_to_zero",
+     "gradExpandedX passes a NaN-unsafe select (v >= -Inf ? v : 0, as a Compare/Select flush would) "
+     "that turns NaN into 0; Inf is kept"},
+    {Defect::kGradScalesCastHalfAway, "mfrg.grad_scales_cast_half_away",
+     "the final fp32 -> T cast of gradScales rounds ties away from zero (CAST_ROUND) instead of "
+     "CAST_RINT"},
 };
 
 // hiddenPrePart: elements per H-chunk of the gradScales reduction. The tiling derives it from the
@@ -90,6 +99,9 @@ double reduce_products(const std::vector<float>& prod, DType out_dtype, Defect d
   }
   return static_cast<double>(total);
 }
+
+// The defect's flush: every ordered compare with NaN is false, so the select yields 0 for NaN.
+double nan_unsafe_select(double v) { return v >= -INFINITY ? v : 0.0; }
 
 Status require(const TensorMap& m, const char* name, int64_t numel, const Tensor** t) {
   const auto it = m.find(name);
@@ -175,7 +187,10 @@ Status run(const grad_ref::Params& p, const TensorMap& in, TensorMap& out,
       for (int64_t j = 0; j < h; ++j) {
         const auto g = static_cast<float>(gy->get(r * h + j));
         const float product = defect == Defect::kScaleNotApplied ? g : g * scale;
-        gx.set(row * h + j, static_cast<double>(product));
+        const double stored = defect == Defect::kNanFlushedToZero
+                                  ? nan_unsafe_select(static_cast<double>(product))
+                                  : static_cast<double>(product);
+        gx.set(row * h + j, stored);
       }
     }
     if (!valid && (!use_bias || defect == Defect::kBiasIgnoredForDropped)) {
@@ -196,7 +211,8 @@ Status run(const grad_ref::Params& p, const TensorMap& in, TensorMap& out,
       }
       prod[static_cast<size_t>(j)] = v * static_cast<float>(gy->get(r * h + j));
     }
-    gs.set(i, reduce_products(prod, gs.dtype(), defect));
+    gs.set(i, reduce_products(prod, gs.dtype(), defect),
+           defect == Defect::kGradScalesCastHalfAway ? Rounding::kHalfAway : Rounding::kNearestEven);
   }
   return Status::ok();
 }

@@ -75,7 +75,7 @@ fwd::Params forward_params(const Params& p, DType t) {
   f.expert_num = p.expert_num;
   f.expert_capacity = p.expert_capacity;
   f.has_scales = p.has_scales;
-  f.has_bias = p.has_bias;
+  f.has_bias = p.has_bias && p.has_scales;  // the grad reads bias only with scales
   return f;
 }
 
@@ -248,6 +248,23 @@ TEST(MoeFinalizeRoutingV2GradReference, no_scales_copies_grad_y) {
   EXPECT_EQ(values_of(out.care.at("gradScalesOut")), (std::vector<double>{0, 0, 0}));
 }
 
+// Issue 13: bias and expertIdx without scales are a valid call (the tiling reads bias only under
+// scales); the kernel copies gradY and ignores both, even an expert id it would read out of range.
+TEST(MoeFinalizeRoutingV2GradReference, bias_without_scales_is_accepted_and_ignored) {
+  Params p;
+  p.num_rows = 3;
+  p.hidden = 2;
+  p.has_bias = true;
+  p.expert_num = 2;
+  const Values v = {{1, 2, 3, 4, 5, 6}, {2, 0, 1}, {}, {}, {0, 1, 7}, {10, 20, 30, 40}};
+  ASSERT_TRUE(validate(p, specs(p)).is_ok());
+  const TensorMap in = make_inputs(p, v);
+  ASSERT_TRUE(check_data(p, in).is_ok());
+  const RefOutputs out = reference(p, in);
+  EXPECT_EQ(values_of(out.expected.at("gradExpandedXOut")), (std::vector<double>{3, 4, 5, 6, 1, 2}));
+  EXPECT_EQ(values_of(out.care.at("gradScalesOut")), (std::vector<double>{0, 0, 0}));
+}
+
 // A call whose descriptors were tampered with after specs(p).
 struct Tampered {
   const char* what;
@@ -407,7 +424,7 @@ Problem gen_problem(bool force_scales, int force_mode) {
   Params& p = c.p;
   p.drop_pad_mode = force_mode >= 0 ? force_mode : uniform(rc::gen::inRange<int64_t>(0, 2));
   p.has_scales = force_scales || uniform(rc::gen::weightedElement<bool>({{3, true}, {1, false}}));
-  p.has_bias = p.has_scales && uniform(rc::gen::arbitrary<bool>());
+  p.has_bias = uniform(rc::gen::arbitrary<bool>());  // without scales: passed and ignored
   p.num_rows = *rc::gen::inRange<int64_t>(1, 5);
   p.top_k = p.has_scales ? *rc::gen::inRange<int64_t>(1, 4) : 1;
   p.hidden = *rc::gen::inRange<int64_t>(1, 12);
