@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -138,12 +140,23 @@ TEST(IncreFlashAttentionV3Reference, per_channel_quant_uses_the_query_head) {
   EXPECT_EQ(o, (std::vector<double>{4, 4}));
 }
 
-TEST(IncreFlashAttentionV3Reference, zero_length_int8_output_is_the_offset) {
-  // L = 0: the zero row goes through the quantisation, o = 0 -> x = off = 2.5 (crosscheck §8).
-  const Params p = Builder().out_dtype(DType::kI8).batch(1).heads(1).head_dim(1).seq(4).layout("BSH")
-                       .lengths({0}).quant("per-tensor", true).build().first;
-  const auto o = out_of(p, make_inputs(p, {{"quantScale2", {3}}, {"quantOffset2", {2.5}}}));
-  EXPECT_EQ(o, (std::vector<double>{2.5}));
+TEST(IncreFlashAttentionV3Reference, zero_length_int8_output_is_the_rounded_offset) {
+  // L = 0: the zero row goes through the quantisation (crosscheck §8). o = 0 is exact, so the
+  // §1.4.5 roundings are determined and the budget is 0. Per-tensor: rne(f16(off)):
+  // 2.5 -> 2 (tie to even), -3.5 -> -4, 40.49 -> f16 40.5 -> 40.
+  for (const auto& [off, want] : std::vector<std::pair<double, double>>{{2.5, 2}, {-3.5, -4}, {40.49, 40}}) {
+    const Params p = Builder().out_dtype(DType::kI8).batch(1).heads(1).head_dim(1).seq(4).layout("BSH")
+                         .lengths({0}).quant("per-tensor", true).build().first;
+    const TensorMap in = make_inputs(p, {{"quantScale2", {3}}, {"quantOffset2", {off}}});
+    EXPECT_EQ(out_of(p, in), (std::vector<double>{want})) << "offset " << off;
+    EXPECT_EQ(values_of(reference(p, in).magnitude.at("attentionOut")), (std::vector<double>{0}));
+  }
+  // Per-channel: i8a(f16a(off)), half away from zero: 0.5 -> 1, -2.5 -> -3, -1.5 -> -2, 40.49 ->
+  // f16a 40.5 -> 41 (a direct rounding of 40.49 would give 40), 300 -> 127.
+  const Params q = Builder().out_dtype(DType::kI8).batch(1).heads(1).head_dim(5).seq(4).layout("BSH")
+                       .lengths({0}).quant("per-channel", true).build().first;
+  const auto o = out_of(q, make_inputs(q, {{"quantScale2", {3, 3, 3, 3, 3}}, {"quantOffset2", {0.5, -2.5, -1.5, 40.49, 300}}}));
+  EXPECT_EQ(o, (std::vector<double>{1, -3, -2, 41, 127}));
 }
 
 TEST(IncreFlashAttentionV3Reference, effective_lengths_follow_section_1_3) {
