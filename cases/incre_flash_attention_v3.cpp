@@ -462,7 +462,7 @@ void fill_kv(const Params& p, FillMode mode, uint64_t seed, const Tensor& q, Ten
           kv = small_int(kr, uk, int8 ? -8 : -3, int8 ? 8 : 3);
           vv = small_int(vr, uv, int8 ? -8 : -4, int8 ? 8 : 4);
         } else if (huge) {
-          kv = (q.get((b * p.num_heads + n2 * g) * d + i) < 0 ? -c_t : c_t) * (int8 ? 40 : 1);
+          kv = (q.get((b * p.num_heads + n2 * g) * d + i) < 0 ? -c_t : c_t) * (int8 ? 10 : 1);
         } else if (tied) {
           // Values cancel in pairs (t, t+1): the mean over an even length is zero.
           const double a = cheap_normal(vr, static_cast<uint64_t>((job * cap + t / 2 * 2) * d + i));
@@ -542,7 +542,7 @@ void fill_antiquant(const Params& p, FillMode mode, uint64_t seed, TensorMap& in
     const auto u = static_cast<uint64_t>(i);
     if (mode == FillMode::kExact) return kPowers[sc.integer(u, 0, 2)];
     // Adversarial value scales (row 1) are large, to saturate int8 outputs. Key scales stay small:
-    // scores of q = +-200 against codes of 40 c_t already reach ~1e4, and larger ones only widen the
+    // scores of q = +-200 against codes of 10 c_t already reach ~1e3, and larger ones only widen the
     // score-error budget (MSD digits, fp32 recombination) until no int8 output could fail.
     const bool value_row = i >= in.at("antiquantScale").numel() / 2;
     if (mode == FillMode::kAdversarial && value_row) return sc.uniform(u, 4.0, 8.0);
