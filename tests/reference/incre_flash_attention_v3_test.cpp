@@ -212,6 +212,20 @@ TEST(IncreFlashAttentionV3Reference, json_binding_is_strict) {
   EXPECT_NE(from_json({{"pseS", 4}}).status().message().find("params.pseS"), std::string::npos);
   EXPECT_NE(from_json({{"kvCache", "paged5d"}}).status().message().find("kvCache"), std::string::npos);
   EXPECT_NE(from_json({{"kvCache", "list"}}).status().message().find("kvSeqLens"), std::string::npos);
+  // maskPrefix applies only with a mask, is a non-negative integer, and round-trips through to_json.
+  EXPECT_NE(from_json({{"maskPrefix", 3}}).status().message().find("params.maskPrefix"), std::string::npos);
+  EXPECT_NE(from_json({{"attenMask", true}, {"maskPrefix", -2}}).status().message().find("maskPrefix"), std::string::npos);
+  const auto masked = from_json({{"attenMask", true}, {"maskPattern", "prefix"}, {"maskPrefix", 7}});
+  ASSERT_TRUE(masked.has_value());
+  EXPECT_EQ(masked->second.mask_prefix, 7);
+  EXPECT_EQ(from_json(ifa_testing::ifa_cases::to_json(masked->first, masked->second))->second, masked->second);
+  // The prefix pattern masks t < min(maskPrefix, L_b): L = (6, 3) with maskPrefix 4.
+  const auto [p, k] = Builder().batch(2).heads(1).head_dim(16).seq(6).lengths({6, 3}).mask().mask_pattern("prefix")
+                          .set("maskPrefix", 4).build();
+  const TensorMap in = ifa_testing::ifa_cases::fill(p, k, specs(p), FillMode::kRealistic, 1).value();
+  const std::vector<double> mask = values_of(in.at("attenMask"));
+  EXPECT_EQ(std::vector<double>(mask.begin(), mask.begin() + 6), (std::vector<double>{1, 1, 1, 1, 0, 0}));
+  EXPECT_EQ(std::vector<double>(mask.begin() + 6, mask.begin() + 9), (std::vector<double>{1, 1, 1}));
   // Derived defaults: scaleValue = 1/sqrt(D), pseS = S, paged blockNum = need + need/4.
   const auto pk = from_json({{"D", 64}, {"S", 30}, {"pseShift", true}});
   ASSERT_TRUE(pk.has_value());
