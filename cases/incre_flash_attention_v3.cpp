@@ -120,6 +120,7 @@ Status check_applicable(const nlohmann::json& j, const Params& p) {
       {"pseS", p.has_pse},                        {"maskDtype", p.has_mask},
       {"maskRank", p.has_mask},                   {"maskS", p.has_mask},
       {"maskPattern", p.has_mask},                {"maskRate", p.has_mask},
+      {"maskPrefix", p.has_mask},
       {"antiquantOffset", p.antiquant != QuantMode::kNone}, {"antiquantShape", p.antiquant != QuantMode::kNone},
       {"quantOffset2", p.quant != QuantMode::kNone}, {"quantDtype", p.quant != QuantMode::kNone},
       {"quantShape", p.quant != QuantMode::kNone}};
@@ -177,6 +178,7 @@ Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j_in) {
   p.has_quant_offset = r.boolean("quantOffset2", false);
   p.quant_dtype = r.dtype("quantDtype", DType::kF32);
   k.mask_rate = r.real("maskRate", 0.3, 0.0, 1.0);
+  k.mask_prefix = r.integer("maskPrefix", -1, 0, kMaxSeq);
   OPGATE_TRY(r.finish());
 
   if (str.kv_seq_lens) p.kv_seq_lens = *str.kv_seq_lens;
@@ -261,6 +263,7 @@ nlohmann::json to_json(const Params& p, const Knobs& k) {
     j["maskS"] = p.mask_seq;
     j["maskPattern"] = kPatterns[static_cast<size_t>(k.mask_pattern)];
     j["maskRate"] = k.mask_rate;
+    if (k.mask_prefix >= 0) j["maskPrefix"] = k.mask_prefix;
   }
   if (p.antiquant != QuantMode::kNone) {
     j["antiquantOffset"] = p.has_antiquant_offset;
@@ -459,7 +462,7 @@ void fill_kv(const Params& p, FillMode mode, uint64_t seed, const Tensor& q, Ten
           kv = small_int(kr, uk, int8 ? -8 : -3, int8 ? 8 : 3);
           vv = small_int(vr, uv, int8 ? -8 : -4, int8 ? 8 : 4);
         } else if (huge) {
-          kv = (q.get((b * p.num_heads + n2 * g) * d + i) < 0 ? -c_t : c_t) * (int8 ? 40 : 1);
+          kv = (q.get((b * p.num_heads + n2 * g) * d + i) < 0 ? -c_t : c_t) * (int8 ? 10 : 1);
         } else if (tied) {
           // Values cancel in pairs (t, t+1): the mean over an even length is zero.
           const double a = cheap_normal(vr, static_cast<uint64_t>((job * cap + t / 2 * 2) * d + i));
@@ -485,7 +488,8 @@ void fill_mask(const Params& p, const Knobs& k, uint64_t seed, Tensor& mask) {
   for (int64_t b = 0; b < p.batch; ++b) {
     const MaskPattern pat = k.mask_pattern == MaskPattern::kMixed ? kCycle[b % 4] : k.mask_pattern;
     const int64_t len = std::min(lengths[static_cast<size_t>(b)], p.mask_seq);
-    const auto prefix = static_cast<int64_t>(cut.integer(static_cast<uint64_t>(b), 0, std::max<int64_t>(len, 0)));
+    const auto drawn = static_cast<int64_t>(cut.integer(static_cast<uint64_t>(b), 0, std::max<int64_t>(len, 0)));
+    const int64_t prefix = k.mask_prefix >= 0 ? k.mask_prefix : drawn;
     for (int64_t t = 0; t < p.mask_seq; ++t) {
       const auto u = static_cast<uint64_t>(b * p.mask_seq + t);
       bool m = rng.bernoulli(u, 0.5);
@@ -537,7 +541,11 @@ void fill_antiquant(const Params& p, FillMode mode, uint64_t seed, TensorMap& in
   set_all(in.at("antiquantScale"), [&](int64_t i) {
     const auto u = static_cast<uint64_t>(i);
     if (mode == FillMode::kExact) return kPowers[sc.integer(u, 0, 2)];
-    if (mode == FillMode::kAdversarial) return sc.uniform(u, 4.0, 8.0);
+    // Adversarial value scales (row 1) are large, to saturate int8 outputs. Key scales stay small:
+    // scores of q = +-200 against codes of 10 c_t already reach ~1e3, and larger ones only widen the
+    // score-error budget (MSD digits, fp32 recombination) until no int8 output could fail.
+    const bool value_row = i >= in.at("antiquantScale").numel() / 2;
+    if (mode == FillMode::kAdversarial && value_row) return sc.uniform(u, 4.0, 8.0);
     return sc.uniform(u, 0.015, 0.035);  // int8 codes of about +-40 dequantise to O(1)
   });
   if (p.has_antiquant_offset) {
@@ -559,10 +567,14 @@ void fill_quant(const Params& p, FillMode mode, uint64_t seed, TensorMap& in) {
     if (mode == FillMode::kAdversarial) return sc.uniform(u, 0.05, 0.2);
     return sc.uniform(u, 10.0, 40.0);
   });
+  // Exact offsets force the rounding decisions of §1.4.5 on L = 0 rows (o = 0, so y is determined):
+  // .5 ties tell rne from half-away, -1.5 tells truncation from rounding, and +-40.49 sit
+  // within a fp16 half-spacing (1/64) of a tie, so they tell f16a-then-i8a from a direct rounding.
+  static const double kTieOffsets[] = {0.5, -0.5, 2.5, -2.5, -1.5, 40.49, -40.49, 3.0};
   if (p.has_quant_offset) {
     set_all(in.at("quantOffset2"), [&](int64_t i) {
       const auto u = static_cast<uint64_t>(i);
-      return mode == FillMode::kExact ? small_int(off, u, -3, 3) : off.uniform(u, -6.0, 6.0);
+      return mode == FillMode::kExact ? kTieOffsets[off.integer(u, 0, 7)] : off.uniform(u, -6.0, 6.0);
     });
   }
 }

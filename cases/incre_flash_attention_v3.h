@@ -29,9 +29,12 @@ enum class TablePad { kMinusOne, kGarbage };
 struct Knobs {
   MaskPattern mask_pattern = MaskPattern::kMixed;
   double mask_rate = 0.3;  // kRandom: probability that a position is masked
+  // kPrefix: positions below min(mask_prefix, L_b) are masked; -1 draws the cut at random in [0, L_b].
+  int64_t mask_prefix = -1;
   TablePad table_pad = TablePad::kMinusOne;
   bool operator==(const Knobs& o) const {
-    return mask_pattern == o.mask_pattern && mask_rate == o.mask_rate && table_pad == o.table_pad;
+    return mask_pattern == o.mask_pattern && mask_rate == o.mask_rate && mask_prefix == o.mask_prefix &&
+           table_pad == o.table_pad;
   }
 };
 

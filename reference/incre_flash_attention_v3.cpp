@@ -94,6 +94,25 @@ void write_output(const Shared& s, int64_t n, int64_t d, double o, double budget
   s.magnitude[flat] = quant / kU32;
 }
 
+// An L = 0 row: o = 0 exactly, so the int8 quantisation is determined and checked exactly (zero
+// budget), including the §1.4.5 rounding decisions at ties: per-tensor AscendQuant on A2
+// y = sat8(rne(f16(f16(0 * f16(s)) + f16(off)))) = sat8(rne(f16_rne(off))); per-channel fp32
+// 0 * s + off = off, then y = sat8(i8a(f16a(off))).
+void write_zero_row(const Shared& s, int64_t n, int64_t b) {
+  for (int64_t d = 0; d < s.d; ++d) {
+    const int64_t flat = (b * s.n + n) * s.d + d;
+    s.magnitude[flat] = 0.0;
+    if (s.p.out_dtype != DType::kI8) {
+      s.expected[flat] = 0.0;
+      continue;
+    }
+    const double off = s.qoffset[static_cast<size_t>(n * s.d + d)];
+    const double y = s.p.quant == QuantMode::kPerTensor ? std::nearbyint(round_to(DType::kF16, off, Rounding::kNearestEven))
+                                                        : std::round(round_to(DType::kF16, off, Rounding::kHalfAway));
+    s.expected[flat] = std::clamp(y, -128.0, 127.0);
+  }
+}
+
 // sum_d x_d y_d and sum_d |x_d y_d| in a fixed order: 8 interleaved lanes, then a fixed tree.
 void dot8(const double* x, const double* y, int64_t n, double* dot, double* mag) {
   double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -161,9 +180,7 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
   const int64_t len = s.lengths[static_cast<size_t>(b)];
   const int64_t dd = s.d;
   if (len == 0) {
-    for (int64_t g = 0; g < s.g; ++g) {
-      for (int64_t d = 0; d < dd; ++d) write_output(s, n2 * s.g + g, d, 0.0, 0.0, b);
-    }
+    for (int64_t g = 0; g < s.g; ++g) write_zero_row(s, n2 * s.g + g, b);
     return;
   }
   const bool int8_kv = p.kv_dtype == DType::kI8;

@@ -14,7 +14,7 @@
 namespace opgate::ref::incre_flash_attention_v3 {
 
 // Bumped whenever the reference's semantics change on purpose (golden-format.md).
-constexpr int kReferenceVersion = 1;
+constexpr int kReferenceVersion = 2;
 
 // How key/value reach the kernel (§1.2, §1.3): one tensor of batch B, a list of B tensors with
 // their own S, or a page-attention cache (blocknum, blockSize, H2) / (blocknum, N2, blockSize, D).

@@ -35,6 +35,10 @@ enum class Defect {
   kValueOffsetIgnored,
   kUnweightedCombine,
   kBshReadAsBnsd,
+  kTileRescaleSkipped,
+  kRowSumNotRescaled,
+  kMaskedSplitSkipped,
+  kCombineMaxFromZero,
 };
 
 using DefectEntry = ::opgate::DefectEntry<Defect>;
@@ -61,6 +65,16 @@ constexpr DefectEntry kDefects[] = {
     {Defect::kUnweightedCombine, "ifa.flash_decode_unweighted_combine",
      "the flash-decode combine weights splits by their row sums without the exp(m_j - m) rescale"},
     {Defect::kBshReadAsBnsd, "ifa.bsh_kv_read_as_bnsd", "BSH/BSND key and value are addressed with BNSD strides"},
+    {Defect::kTileRescaleSkipped, "ifa.tile_rescale_skipped",
+     "when a later S2 tile raises the running max, the accumulator and row sum are not rescaled by exp(m_old - m_new)"},
+    {Defect::kRowSumNotRescaled, "ifa.row_sum_not_rescaled",
+     "the online softmax rescales the PV accumulator but adds the new tile's row sum to the unrescaled old one"},
+    {Defect::kMaskedSplitSkipped, "ifa.masked_split_skipped_in_combine",
+     "the flash-decode combine gives weight 0 to splits whose max is the mask value, so a fully masked row under "
+     "splits divides 0 by 0"},
+    {Defect::kCombineMaxFromZero, "ifa.combine_max_from_zero",
+     "the flash-decode combine starts its max at 0 instead of -inf, so splits whose scores are all far below 0 "
+     "underflow to weight 0"},
 };
 
 // AIV cores of the C+V template on an Atlas A2 (910B3/910B4: 20 AIC, 40 AIV); the schedule only
@@ -330,8 +344,9 @@ class Kernel {
         rowsum += x;  // the unrounded fp32 e
       }
       float corr = 0.0f;  // the first tile finds acc = l = 0
-      if (h.m != -INFINITY) corr = defect_ == Defect::kNoMaxSubtraction ? 1.0f : std::exp(h.m - m_new);
-      h.l = h.l * corr + rowsum;
+      const bool no_rescale = defect_ == Defect::kNoMaxSubtraction || defect_ == Defect::kTileRescaleSkipped;
+      if (h.m != -INFINITY) corr = no_rescale ? 1.0f : std::exp(h.m - m_new);
+      h.l = (defect_ == Defect::kRowSumNotRescaled && h.m != -INFINITY ? h.l : h.l * corr) + rowsum;
       for (float& a : h.acc) a *= corr;
       h.m = m_new;
       h.part.assign(static_cast<size_t>(d), 0.0f);
@@ -400,12 +415,13 @@ class Kernel {
     const int64_t d = p_.head_dim;
     std::vector<float> o = parts[0].o;
     if (parts.size() > 1) {
-      float m = -INFINITY;
+      float m = defect_ == Defect::kCombineMaxFromZero ? 0.0f : -INFINITY;
       for (const auto& st : parts) m = std::max(m, st.m);
       std::vector<float> w;
       float total = 0;
       for (const auto& st : parts) {
         w.push_back(defect_ == Defect::kUnweightedCombine ? st.l : st.l * std::exp(st.m - m));
+        if (defect_ == Defect::kMaskedSplitSkipped && st.m == kMaskValue) w.back() = 0.0f;
         total += w.back();
       }
       std::fill(o.begin(), o.end(), 0.0f);

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -138,12 +140,23 @@ TEST(IncreFlashAttentionV3Reference, per_channel_quant_uses_the_query_head) {
   EXPECT_EQ(o, (std::vector<double>{4, 4}));
 }
 
-TEST(IncreFlashAttentionV3Reference, zero_length_int8_output_is_the_offset) {
-  // L = 0: the zero row goes through the quantisation, o = 0 -> x = off = 2.5 (crosscheck §8).
-  const Params p = Builder().out_dtype(DType::kI8).batch(1).heads(1).head_dim(1).seq(4).layout("BSH")
-                       .lengths({0}).quant("per-tensor", true).build().first;
-  const auto o = out_of(p, make_inputs(p, {{"quantScale2", {3}}, {"quantOffset2", {2.5}}}));
-  EXPECT_EQ(o, (std::vector<double>{2.5}));
+TEST(IncreFlashAttentionV3Reference, zero_length_int8_output_is_the_rounded_offset) {
+  // L = 0: the zero row goes through the quantisation (crosscheck §8). o = 0 is exact, so the
+  // §1.4.5 roundings are determined and the budget is 0. Per-tensor: rne(f16(off)):
+  // 2.5 -> 2 (tie to even), -3.5 -> -4, 40.49 -> f16 40.5 -> 40.
+  for (const auto& [off, want] : std::vector<std::pair<double, double>>{{2.5, 2}, {-3.5, -4}, {40.49, 40}}) {
+    const Params p = Builder().out_dtype(DType::kI8).batch(1).heads(1).head_dim(1).seq(4).layout("BSH")
+                         .lengths({0}).quant("per-tensor", true).build().first;
+    const TensorMap in = make_inputs(p, {{"quantScale2", {3}}, {"quantOffset2", {off}}});
+    EXPECT_EQ(out_of(p, in), (std::vector<double>{want})) << "offset " << off;
+    EXPECT_EQ(values_of(reference(p, in).magnitude.at("attentionOut")), (std::vector<double>{0}));
+  }
+  // Per-channel: i8a(f16a(off)), half away from zero: 0.5 -> 1, -2.5 -> -3, -1.5 -> -2, 40.49 ->
+  // f16a 40.5 -> 41 (a direct rounding of 40.49 would give 40), 300 -> 127.
+  const Params q = Builder().out_dtype(DType::kI8).batch(1).heads(1).head_dim(5).seq(4).layout("BSH")
+                       .lengths({0}).quant("per-channel", true).build().first;
+  const auto o = out_of(q, make_inputs(q, {{"quantScale2", {3, 3, 3, 3, 3}}, {"quantOffset2", {0.5, -2.5, -1.5, 40.49, 300}}}));
+  EXPECT_EQ(o, (std::vector<double>{1, -3, -2, 41, 127}));
 }
 
 TEST(IncreFlashAttentionV3Reference, effective_lengths_follow_section_1_3) {
@@ -199,6 +212,20 @@ TEST(IncreFlashAttentionV3Reference, json_binding_is_strict) {
   EXPECT_NE(from_json({{"pseS", 4}}).status().message().find("params.pseS"), std::string::npos);
   EXPECT_NE(from_json({{"kvCache", "paged5d"}}).status().message().find("kvCache"), std::string::npos);
   EXPECT_NE(from_json({{"kvCache", "list"}}).status().message().find("kvSeqLens"), std::string::npos);
+  // maskPrefix applies only with a mask, is a non-negative integer, and round-trips through to_json.
+  EXPECT_NE(from_json({{"maskPrefix", 3}}).status().message().find("params.maskPrefix"), std::string::npos);
+  EXPECT_NE(from_json({{"attenMask", true}, {"maskPrefix", -2}}).status().message().find("maskPrefix"), std::string::npos);
+  const auto masked = from_json({{"attenMask", true}, {"maskPattern", "prefix"}, {"maskPrefix", 7}});
+  ASSERT_TRUE(masked.has_value());
+  EXPECT_EQ(masked->second.mask_prefix, 7);
+  EXPECT_EQ(from_json(ifa_testing::ifa_cases::to_json(masked->first, masked->second))->second, masked->second);
+  // The prefix pattern masks t < min(maskPrefix, L_b): L = (6, 3) with maskPrefix 4.
+  const auto [p, k] = Builder().batch(2).heads(1).head_dim(16).seq(6).lengths({6, 3}).mask().mask_pattern("prefix")
+                          .set("maskPrefix", 4).build();
+  const TensorMap in = ifa_testing::ifa_cases::fill(p, k, specs(p), FillMode::kRealistic, 1).value();
+  const std::vector<double> mask = values_of(in.at("attenMask"));
+  EXPECT_EQ(std::vector<double>(mask.begin(), mask.begin() + 6), (std::vector<double>{1, 1, 1, 1, 0, 0}));
+  EXPECT_EQ(std::vector<double>(mask.begin() + 6, mask.begin() + 9), (std::vector<double>{1, 1, 1}));
   // Derived defaults: scaleValue = 1/sqrt(D), pseS = S, paged blockNum = need + need/4.
   const auto pk = from_json({{"D", 64}, {"S", 30}, {"pseShift", true}});
   ASSERT_TRUE(pk.has_value());
