@@ -26,6 +26,7 @@ constexpr double kSqrt3 = 1.7320508075688772;
 // Counter offset for a second independent draw per element from the same stream (sparse_sign
 // uses counters 2i and 2i + 1, far below it).
 constexpr uint64_t kSecondDraw = uint64_t{1} << 40;
+constexpr int64_t kMaxFineBits = 9;
 
 bool one_of(DType t, std::initializer_list<DType> list) { return std::find(list.begin(), list.end(), t) != list.end(); }
 
@@ -80,14 +81,28 @@ double int8_spread(const CounterRng& r, uint64_t i, double sigma) {
 // 1.5^2 / K1, so h is about N(0, 1.5^2); weight2 with variance 1 / N1. adversarial: weight1 four
 // times larger, so many h sit in the tails where half exp overflows (h < -6.5) and fastgelu, silu
 // and gelu approach 0 or h.
-void fill_float(const Params& p, TensorMap& in, FillMode mode, uint64_t seed) {
+//
+// fineBits b (exact only): x and bias1 on the grid 2^-(1+b), bias2 on 2^-(2+b), each capped so that
+// values in [-2, 2] stay representable in their dtype (fp16: 2^-10, bf16 x: 2^-7, fp32 biases: no
+// cap). h then needs more bits than fp16 / bf16 hold: the fixpipe and the hidden casts round,
+// often at exact ties, inside an exact fp32 chain.
+void fill_float(const Params& p, const Knobs& knobs, TensorMap& in, FillMode mode, uint64_t seed) {
   const double k1 = static_cast<double>(std::max<int64_t>(p.k1, 1));
   const double n1 = static_cast<double>(std::max<int64_t>(p.n1, 1));
   const bool exact = mode == FillMode::kExact;
+  const bool bf16 = p.dtype == DType::kBF16;
+  const auto grid = [&](int64_t bits, int64_t cap) { return std::ldexp(1.0, static_cast<int>(-std::min(bits, cap))); };
+  const double x_step = grid(1 + knobs.fine_bits, bf16 ? 7 : 10);
+  const double b1_step = grid(1 + knobs.fine_bits, bf16 ? 64 : 10);
+  const double b2_step = grid(2 + knobs.fine_bits, bf16 ? 64 : 10);
+  const auto on_grid = [](const CounterRng& r, uint64_t i, double step) {
+    const auto half = static_cast<int64_t>(2.0 / step);
+    return static_cast<double>(r.integer(i, -half, half)) * step;
+  };
   const double w1_sigma = (mode == FillMode::kAdversarial ? 6.0 : 1.5) / std::sqrt(k1);
   fill_each(in.at("x"), seed, "x", [&](const CounterRng& r, uint64_t i, int64_t flat) {
     if (mode == FillMode::kAdversarial && flat < p.k1) return 0.0;  // token 0: h = b1 exactly
-    return exact ? static_cast<double>(r.integer(i, -4, 4)) / 2 : r.normal(i);
+    return exact ? on_grid(r, i, x_step) : r.normal(i);
   });
   fill_each(in.at("weight1"), seed, "weight1", [&](const CounterRng& r, uint64_t i, int64_t) {
     return exact ? sparse_sign(r, i, std::min(1.0, 6.0 / k1)) : spread(r, i, w1_sigma);
@@ -98,12 +113,12 @@ void fill_float(const Params& p, TensorMap& in, FillMode mode, uint64_t seed) {
   });
   if (p.has_bias1) {
     fill_each(in.at("bias1"), seed, "bias1", [&](const CounterRng& r, uint64_t i, int64_t) {
-      return exact ? static_cast<double>(r.integer(i, -4, 4)) / 2 : 0.5 * r.normal(i);
+      return exact ? on_grid(r, i, b1_step) : 0.5 * r.normal(i);
     });
   }
   if (p.has_bias2) {
     fill_each(in.at("bias2"), seed, "bias2", [&](const CounterRng& r, uint64_t i, int64_t) {
-      return exact ? static_cast<double>(r.integer(i, -8, 8)) / 4 : 0.5 * r.normal(i);
+      return exact ? on_grid(r, i, b2_step) : 0.5 * r.normal(i);
     });
   }
 }
@@ -115,12 +130,20 @@ void fill_float(const Params& p, TensorMap& in, FillMode mode, uint64_t seed) {
 // data, deqScale1 giving h ~ N(0, 1.5^2), scale mapping |a| <= 4 onto quantRange * 127, random
 // offsets. adversarial: token 0 and channel 0 at -128 (acc1 beyond 2^24 when K1 > 1024), every
 // truncated deqScale bit set, offsets on ±1/2, scale twice as large (saturation).
+//
+// fineBits b (exact only): deqScale1 = (1 + j / 2^b) / 2 with j < 2^b (b <= 9 mantissa bits, kept
+// by the 19-bit fixpipe), so h = acc1 * deq1 needs more bits than fp16 holds and the fixpipe
+// rounds; scale = 2^k (1 + 2^-11 - 2^-22), k in 0..4, and offset = k/2 + 3/8 ulp16 (k != 0): fp32
+// values whose half casts are a power of two and a half, so the chain stays exact on the device
+// while a kernel that multiplies or adds the fp32 values in half moves t. Scales up to 16 spread
+// a * scale over the int8 range, so a one-ulp change of the hidden value often crosses k + 1/2.
 void fill_quant(const Params& p, const Knobs& knobs, TensorMap& in, FillMode mode, uint64_t seed) {
   const double k1 = static_cast<double>(std::max<int64_t>(p.k1, 1));
   const double n1 = static_cast<double>(std::max<int64_t>(p.n1, 1));
   const bool exact = mode == FillMode::kExact;
   const bool adv = mode == FillMode::kAdversarial;
   const double sigma = adv ? 60.0 : 25.0;
+  const int fine = static_cast<int>(knobs.fine_bits);
   fill_each(in.at("x"), seed, "x", [&](const CounterRng& r, uint64_t i, int64_t flat) {
     if (adv && flat < p.k1) return -128.0;
     return exact ? static_cast<double>(r.integer(i, -3, 3)) : int8_spread(r, i, sigma);
@@ -148,6 +171,7 @@ void fill_quant(const Params& p, const Knobs& knobs, TensorMap& in, FillMode mod
   Tensor& deq1 = in.at("deqScale1");
   for (int64_t i = 0; i < deq1.numel(); ++i) {
     float v = exact ? 0.5f : static_cast<float>(1.5 / acc1_sigma * rd.uniform(static_cast<uint64_t>(i), 0.75, 1.25));
+    if (exact && fine > 0) v = static_cast<float>(0.5 + static_cast<double>(rd.integer(static_cast<uint64_t>(i), 0, (1 << fine) - 1)) / (2 << fine));
     set_deq(deq1, i, adv ? with_low_bits(v) : v);
   }
   Tensor& deq2 = in.at("deqScale2");
@@ -160,12 +184,21 @@ void fill_quant(const Params& p, const Knobs& knobs, TensorMap& in, FillMode mod
   }
   static const double kPowers[] = {0.5, 1.0, 2.0};
   fill_each(in.at("scale"), seed, "scale", [&](const CounterRng& r, uint64_t i, int64_t) {
-    return exact ? kPowers[r.integer(i, p.per_channel_scale ? 0 : 1, 2)] : a_scale * r.uniform(i, 0.8, 1.2);
+    if (!exact) return a_scale * r.uniform(i, 0.8, 1.2);
+    const double just_below_tie = 1.0 + std::ldexp(1.0, -11) - std::ldexp(1.0, -22);  // f16: 1
+    if (fine > 0) return std::ldexp(just_below_tie, static_cast<int>(r.integer(i, 0, 4)));
+    return kPowers[r.integer(i, p.per_channel_scale ? 0 : 1, 2)];
   });
-  fill_each(in.at("offset"), seed, "offset", [&](const CounterRng& r, uint64_t i, int64_t) {
-    if (exact) return static_cast<double>(r.integer(i, -4, 4)) / 2;
+  const auto offset_value = [&](const CounterRng& r, uint64_t i) {
+    if (exact) {
+      const double o = static_cast<double>(r.integer(i, -4, 4)) / 2;
+      return fine > 0 && o != 0 ? o + 0.375 * ulp(DType::kF16, o) : o;
+    }
     if (adv && r.bernoulli(i + kSecondDraw, 0.5)) return r.bernoulli(i, 0.5) ? 0.5 : -0.5;
     return r.uniform(i, -4.0, 4.0);
+  };
+  fill_each(in.at("offset"), seed, "offset", [&](const CounterRng& r, uint64_t i, int64_t) {
+    return knobs.offset_shift + offset_value(r, i);
   });
 }
 
@@ -232,7 +265,10 @@ Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j) {
   p.has_bias1 = r.boolean("bias1", false);
   p.has_bias2 = r.boolean("bias2", false);
   p.per_channel_scale = r.boolean("perChannelScale", false);
+  p.offset_length = r.integer("offsetLength", 0, 0, kMaxExpertEntries);
   k.quant_range = r.real("quantRange", 0.5, 0.01, 8.0);
+  k.fine_bits = r.integer("fineBits", 0, 0, kMaxFineBits);
+  k.offset_shift = r.real("offsetShift", 0.0, -512.0, 512.0);
   OPGATE_TRY(r.finish());
   if (!one_of(p.dtype, {DType::kF16, DType::kBF16, DType::kI8})) {
     return parse_error(fmt::format("field 'params.dtype': {} is not float16, bfloat16 or int8 (other x dtypes "
@@ -251,19 +287,23 @@ Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j) {
 
 nlohmann::json to_json(const Params& p, const Knobs& k) {
   nlohmann::json tokens = p.expert_tokens_null ? nlohmann::json(nullptr) : nlohmann::json(p.expert_tokens);
-  return {{"expertTokens", tokens},
-          {"M", p.m},
-          {"K1", p.k1},
-          {"N1", p.n1},
-          {"dtype", dtype_name(p.dtype)},
-          {"yDtype", dtype_name(p.y_dtype)},
-          {"deqScaleDtype", dtype_name(p.deq_dtype)},
-          {"activation", p.activation},
-          {"innerPrecise", p.inner_precise},
-          {"bias1", p.has_bias1},
-          {"bias2", p.has_bias2},
-          {"perChannelScale", p.per_channel_scale},
-          {"quantRange", k.quant_range}};
+  nlohmann::json j = {{"expertTokens", tokens},
+                      {"M", p.m},
+                      {"K1", p.k1},
+                      {"N1", p.n1},
+                      {"dtype", dtype_name(p.dtype)},
+                      {"yDtype", dtype_name(p.y_dtype)},
+                      {"deqScaleDtype", dtype_name(p.deq_dtype)},
+                      {"activation", p.activation},
+                      {"innerPrecise", p.inner_precise},
+                      {"bias1", p.has_bias1},
+                      {"bias2", p.has_bias2},
+                      {"perChannelScale", p.per_channel_scale},
+                      {"quantRange", k.quant_range}};
+  if (p.offset_length != 0) j["offsetLength"] = p.offset_length;  // absent = E, the usual shape
+  if (k.fine_bits != 0) j["fineBits"] = k.fine_bits;
+  if (k.offset_shift != 0) j["offsetShift"] = k.offset_shift;
+  return j;
 }
 
 nlohmann::json generate(Chooser& c) {
@@ -303,6 +343,10 @@ nlohmann::json generate(Chooser& c) {
   }
   if (path == 4) b.per_channel(c.flag(0.3, "perChannelScale"));
   b.quant_range(static_cast<double>(c.integer(1, 12, "quantRange")) / 8);
+  // Drawn last so the earlier choices of a seed stay as they were; affects exact fills only.
+  if (c.flag(0.3, "fineBits")) b.fine_bits(c.integer(1, kMaxFineBits, "fineBits"));
+  // A one-element offset is valid only with one expert (CheckQuantScaleAndOffset).
+  if (path >= 3 && experts == 1 && c.flag(0.3, "offsetLength")) b.offset_length(1);
   return b.json();
 }
 
@@ -322,7 +366,7 @@ Expected<TensorMap> fill(const Params& p, const Knobs& k, const SpecMap& specs, 
     }
     fill_quant(p, k, in, mode, seed);
   } else {
-    fill_float(p, in, mode, seed);
+    fill_float(p, k, in, mode, seed);
   }
   return in;
 }

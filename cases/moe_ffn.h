@@ -22,14 +22,23 @@ struct Knobs {
   // int8 paths: the re-quantisation scale maps a typical |hidden| range onto quantRange * 127, so
   // values above 1 saturate part of the hidden layer.
   double quant_range = 0.5;
-  bool operator==(const Knobs& o) const { return quant_range == o.quant_range; }
+  // exact fills: extra fraction bits (0-9) on x and the biases (fp paths), mantissa bits on
+  // deqScale1 and sub-half-ulp fp32 bits on scale and offset (int8 paths), so the kernel's casts
+  // round (and hit ties) inside an exact chain: a changed rounding mode moves a determined value.
+  int64_t fine_bits = 0;
+  // int8 paths: added to every offset, so that a * scale + offset reaches -128 (negative saturation).
+  double offset_shift = 0;
+  bool operator==(const Knobs& o) const {
+    return quant_range == o.quant_range && fine_bits == o.fine_bits && offset_shift == o.offset_shift;
+  }
 };
 
 const OpInfo& op_info();
 
 // {"expertTokens" (array, or null for a null pointer), "M" (default: their sum), "K1", "N1",
 //  "dtype" (x and weights: float16, bfloat16, int8), "yDtype", "deqScaleDtype", "activation",
-//  "innerPrecise", "bias1", "bias2", "perChannelScale", "quantRange"}; strict: unknown keys and
+//  "innerPrecise", "bias1", "bias2", "perChannelScale", "offsetLength" (elements of offset; absent = E),
+//  "quantRange", "fineBits", "offsetShift"}; strict: unknown keys and
 // out-of-range values are errors naming the key.
 Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j);
 nlohmann::json to_json(const Params& p, const Knobs& k);
@@ -66,7 +75,10 @@ class Builder {
   Builder& bias1(bool on = true) { p_.has_bias1 = on; return *this; }
   Builder& bias2(bool on = true) { p_.has_bias2 = on; return *this; }
   Builder& per_channel(bool on = true) { p_.per_channel_scale = on; return *this; }
+  Builder& offset_length(int64_t n) { p_.offset_length = n; return *this; }
   Builder& quant_range(double r) { k_.quant_range = r; return *this; }
+  Builder& fine_bits(int64_t b) { k_.fine_bits = b; return *this; }
+  Builder& offset_shift(double s) { k_.offset_shift = s; return *this; }
   std::pair<Params, Knobs> build() const { return {p_, k_}; }
   nlohmann::json json() const { return to_json(p_, k_); }
 

@@ -143,12 +143,15 @@ Status check_quant(const Args& a, int64_t experts) {
   bool scale_ok = s_rank == 1 || (experts > 0 && s_rank == 2);
   scale_ok = scale_ok && dim(a.scale, 0) == need;
   if (s_rank == 2) scale_ok = scale_ok && dim(a.scale, 1) == n1 && dq != DType::kF32;
-  if (!scale_ok || dim(a.offset, 0) != need) {
-    return invalid(fmt::format("scale {}, offset {} with {} experts, N1 {}, deqScale {}",
-                               shape_to_string(a.scale->shape), shape_to_string(a.offset->shape), experts, n1,
-                               dtype_name(dq)),
-                   "aclnn CheckQuantScaleAndOffset: 'scale (E) or (E, N1) (per-channel not with FLOAT deqScale), "
-                   "offset (E)'");
+  if (!scale_ok) {
+    return invalid(fmt::format("scale {} with {} experts, N1 {}, deqScale {}", shape_to_string(a.scale->shape),
+                               experts, n1, dtype_name(dq)),
+                   "aclnn CheckQuantScaleAndOffset: 'scale (E) or (E, N1) (per-channel not with FLOAT deqScale)'");
+  }
+  // No broadcast: a one-element offset is the no-experts (1) shape; the kernel reads offset[expert].
+  if (dim(a.offset, 0) != need) {
+    return invalid(fmt::format("offset {} with {} experts", shape_to_string(a.offset->shape), experts),
+                   "aclnn CheckQuantScaleAndOffset: 'offset length should be E' (no broadcast of a one-element offset)");
   }
   if (experts > 0 && (dim(a.deq1, 0) != experts || dim(a.deq2, 0) != experts)) {
     return invalid(fmt::format("deqScale dim0 {} / {} with {} experts", dim(a.deq1, 0), dim(a.deq2, 0), experts),
@@ -209,7 +212,7 @@ bool Params::operator==(const Params& o) const {
   return expert_tokens == o.expert_tokens && expert_tokens_null == o.expert_tokens_null && m == o.m &&
          k1 == o.k1 && n1 == o.n1 && dtype == o.dtype && y_dtype == o.y_dtype && deq_dtype == o.deq_dtype &&
          activation == o.activation && inner_precise == o.inner_precise && has_bias1 == o.has_bias1 &&
-         has_bias2 == o.has_bias2 && per_channel_scale == o.per_channel_scale;
+         has_bias2 == o.has_bias2 && per_channel_scale == o.per_channel_scale && offset_length == o.offset_length;
 }
 
 Path path_of(const Params& p) {
@@ -261,6 +264,8 @@ double deq_value(const Tensor& deq, int64_t i, bool truncate) {
   return static_cast<double>(f);
 }
 
+int64_t offset_elements(const Params& p) { return p.offset_length > 0 ? p.offset_length : num_experts(p); }
+
 SpecMap specs(const Params& p) {
   const int64_t e = num_experts(p);
   const bool quant = p.dtype == DType::kI8;
@@ -271,7 +276,7 @@ SpecMap specs(const Params& p) {
   s["weight2"] = {p.dtype, {e, p.n1, p.k1}, true};
   s["bias2"] = {bias_dtype(p), {e, p.k1}, p.has_bias2};
   s["scale"] = {DType::kF32, p.per_channel_scale ? Shape{e, p.n1} : Shape{e}, quant};
-  s["offset"] = {DType::kF32, {e}, quant};
+  s["offset"] = {DType::kF32, {offset_elements(p)}, quant};
   s["deqScale1"] = {p.deq_dtype, {e, p.n1}, quant};
   s["deqScale2"] = {p.deq_dtype, {e, p.k1}, quant};
   s["y"] = {p.y_dtype, {p.m, p.k1}, true};

@@ -15,7 +15,7 @@
 namespace opgate::ref::moe_ffn {
 
 // Bumped whenever the reference's semantics change on purpose (golden-format.md).
-constexpr int kReferenceVersion = 1;
+constexpr int kReferenceVersion = 2;
 
 // Problem descriptor. expertTokens and activation are the aclnn arguments verbatim; M, K1, N1 the
 // problem dimensions (x is (M, K1), weight1 (E, K1, N1), weight2 (E, N1, K1), y (M, K1)).
@@ -33,6 +33,9 @@ struct Params {
   bool has_bias1 = false;
   bool has_bias2 = false;
   bool per_channel_scale = false;  // scale (E, N1) instead of (E)
+  // Elements of offset: 0 means E (its (E) shape). 1 with E > 1 is the no-experts (1) shape, which
+  // CheckQuantScaleAndOffset rejects with experts (161002); the kernel reads offset[expert].
+  int64_t offset_length = 0;
   bool operator==(const Params& o) const;
 };
 
@@ -58,6 +61,9 @@ int64_t expert_of_row(const std::vector<int64_t>& offsets, int64_t r);
 // The fp32 scale a deqScale element carries: its low 32 bits as fp32 bits (UINT64, INT64, FLOAT32;
 // `truncate` keeps the top 19 bits the cube's fixpipe uses), or the BFLOAT16 value itself.
 double deq_value(const Tensor& deq, int64_t i, bool truncate);
+
+// Elements of offset the call passes: offset_length, or E when it is 0.
+int64_t offset_elements(const Params& p);
 
 // Descriptors of a well-formed call: x, weight1, bias1, weight2, bias2, scale, offset, deqScale1,
 // deqScale2 (present per Params) and y.

@@ -30,6 +30,9 @@ enum class Defect {
   kRequantHalfAway,
   kEmptyExpertShiftsWeights,
   kPerChannelScaleIgnored,
+  kFixpipeTruncates,
+  kHiddenCastRoundEven,
+  kQuantScaleNotHalf,
 };
 
 using DefectEntry = ::opgate::DefectEntry<Defect>;
@@ -48,6 +51,12 @@ constexpr DefectEntry kDefects[] = {
      "an expert with no tokens is dropped from the expert list, so later experts use the next expert's weights"},
     {Defect::kPerChannelScaleIgnored, "mffn.per_channel_scale_ignored",
      "a per-channel (E, N1) scale is read as per-tensor: every channel uses scale[e, 0]"},
+    {Defect::kFixpipeTruncates, "mffn.fixpipe_truncates",
+     "the high-performance mm1 fixpipe converts the fp32 accumulator to fp16 by truncation instead of RNE"},
+    {Defect::kHiddenCastRoundEven, "mffn.hidden_cast_round_even",
+     "the fp32 hidden value is cast to fp16 / bf16 with RNE instead of CAST_ROUND (ties away)"},
+    {Defect::kQuantScaleNotHalf, "mffn.quant_scale_not_half",
+     "AscendQuant multiplies by the fp32 scale instead of its half cast"},
 };
 
 constexpr int64_t kRowTile = 8;
@@ -203,10 +212,12 @@ struct Kernel {
   // Hidden value of the fp paths from the fp32 accumulator (spec §2.7 table).
   double hidden(float acc) const {
     const bool erf = defect == Defect::kErfGelu;
+    const Rounding fixpipe = defect == Defect::kFixpipeTruncates ? Rounding::kTowardZero : Rounding::kNearestEven;
+    const Rounding cast = defect == Defect::kHiddenCastRoundEven ? Rounding::kNearestEven : Rounding::kHalfAway;
     switch (path) {
-      case Path::kF16HighPerformance: return act_half(act, r16(acc), erf);
-      case Path::kF16HighPrecision: return round_to(DType::kF16, act_f32(act, acc, erf), Rounding::kHalfAway);
-      default: return round_to(DType::kBF16, act_f32(act, acc, erf), Rounding::kHalfAway);
+      case Path::kF16HighPerformance: return act_half(act, round_to(DType::kF16, acc, fixpipe), erf);
+      case Path::kF16HighPrecision: return round_to(DType::kF16, act_f32(act, acc, erf), cast);
+      default: return round_to(DType::kBF16, act_f32(act, acc, erf), cast);
     }
   }
 
@@ -222,7 +233,7 @@ struct Kernel {
 
   // AscendQuant of one hidden value: t = f16(f16(a16 * f16(s)) + f16(o)), then sat8(rne(t)).
   int32_t requant(double a16, double s, double o) const {
-    const double t = r16(r16(a16 * r16(s)) + r16(o));
+    const double t = r16(r16(a16 * (defect == Defect::kQuantScaleNotHalf ? s : r16(s))) + r16(o));
     if (std::isnan(t)) return 0;  // ASSUMPTION: the int8 cast maps NaN to 0 (no valid case produces one)
     const double q = defect == Defect::kRequantHalfAway ? std::round(t) : std::nearbyint(t);
     return static_cast<int32_t>(std::clamp(q, -128.0, 127.0));

@@ -20,10 +20,12 @@ struct Eval {
   DType t;
 
   Tracked constant(double k) const { return {round_to(t, k), 0.0}; }
+  // Vector Muls / Adds round to nearest even; exact operands give the device's value exactly.
   Tracked mul(Tracked a, Tracked b) const {
-    return round_bound({a.v * b.v, std::fabs(a.v) * b.e + std::fabs(b.v) * a.e + a.e * b.e}, t);
+    return round_exact({a.v * b.v, std::fabs(a.v) * b.e + std::fabs(b.v) * a.e + a.e * b.e}, t,
+                       Rounding::kNearestEven);
   }
-  Tracked add(Tracked a, Tracked b) const { return round_bound({a.v + b.v, a.e + b.e}, t); }
+  Tracked add(Tracked a, Tracked b) const { return round_exact({a.v + b.v, a.e + b.e}, t, Rounding::kNearestEven); }
   // Denominators here are 1 + exp(.) >= 1, so b.v - b.e > 0 unless b's bound is useless.
   Tracked div(Tracked a, Tracked b) const {
     const double q = a.v / b.v;
@@ -84,6 +86,18 @@ Tracked round_bound(Tracked x, DType t, double ulps) {
   const double reach = std::fabs(x.v) + x.e;
   if (reach >= max_finite(t)) return {x.v, kInf};
   return {x.v, x.e + ulps * ulp(t, reach)};
+}
+
+Tracked round_exact(Tracked x, DType t, Rounding mode) {
+  if (std::isfinite(x.v) && std::isfinite(x.e)) {
+    // Rounding is monotone: the device's result lies between the roundings of the ends of
+    // [v - e, v + e] (widened as in round_bound); when they coincide it is that value.
+    const double slack = x.e > 0 ? 4 * std::numeric_limits<double>::epsilon() * (std::fabs(x.v) + x.e) : 0.0;
+    const double r_lo = round_to(t, x.v - x.e - slack, mode);
+    const double r_hi = round_to(t, x.v + x.e + slack, mode);
+    if (r_lo == r_hi && std::isfinite(r_lo)) return {r_lo, 0.0};
+  }
+  return round_bound(x, t);
 }
 
 Tracked activation_bound(Activation a, double h, double e_h, DType t) {

@@ -26,6 +26,14 @@ double unit_roundoff(DType t);
 // that may overflow gets an infinite bound.
 Tracked round_bound(Tracked x, DType t, double ulps = 0.5);
 
+// A correctly rounded op with the kernel's tie rule `mode` at this site (RNE for the fixpipe and
+// vector Add/Mul/Cast CAST_NONE, ties away for CAST_ROUND). When every value within e of v rounds
+// to the same r (always when e == 0) the device's result is determined and the value is pinned to
+// it, {r, 0}: later steps use the device's value, and a changed rounding mode at this site (at a
+// tie, or truncation) moves a determined value. Otherwise as round_bound (v stays, e covers
+// either tie rule).
+Tracked round_exact(Tracked x, DType t, Rounding mode);
+
 // The kernel's activation (AscendC FasterGelu / Silu / Gelu op sequences, or Relu) evaluated in
 // dtype `t` with that dtype's coefficients, on an input within `e_h` of `h`. Returns the exact
 // activate(a, h) and a bound on the device result's distance from it. Vector Exp and Div are

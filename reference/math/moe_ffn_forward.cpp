@@ -52,8 +52,10 @@ struct Data {
   std::vector<double> x, w1, w2, b1, b2, scale, offset, deq1, deq2;
   std::vector<double> x_norm;   // [M]: |x[r, :]|_2
   std::vector<double> w1_norm;  // [E, N1]: |W1[e, :, n]|_2
-  int grid1 = kNoGrid, grid_w2 = kNoGrid, grid_b2 = kNoGrid;
-  double w2_max = 0, b2_max = 0;
+  // Per expert, so that whether a sum is exact (and a value pinned) depends only on the data the
+  // expert's rows use: [E] grids of x W1[e] + b1[e], W2[e], b2[e] and the largest |W2[e]|, |b2[e]|.
+  std::vector<int> grid1, grid_w2, grid_b2;
+  std::vector<double> w2_max, b2_max;
   double* y = nullptr;
   double* mag = nullptr;
 
@@ -63,14 +65,17 @@ struct Data {
 };
 
 // fp paths: the hidden value a = act(h) and a bound on the device's hidden value (spec §2.7):
-// high performance rounds h to fp16 and evaluates the activation in half; high precision and bf16
-// evaluate it in fp32 and round a once (CAST_ROUND) to the hidden dtype.
+// high performance rounds h to fp16 (fixpipe, RNE) and evaluates the activation in half; high
+// precision and bf16 evaluate it in fp32 and round a once (CAST_ROUND: ties away) to the hidden
+// dtype. An exact chain is pinned to the device's value at each rounding (round_exact), so a
+// rounding-mode change there moves a determined hidden value.
 Tracked hidden_float(const Data& d, double h, double e_acc) {
   if (d.path == Path::kF16HighPerformance) {
-    return activation_bound(d.act, h, round_bound({h, e_acc}, DType::kF16).e, DType::kF16);
+    const Tracked h16 = round_exact({h, e_acc}, DType::kF16, Rounding::kNearestEven);
+    return activation_bound(d.act, h16.v, h16.e, DType::kF16);
   }
   const Tracked a = activation_bound(d.act, h, e_acc, DType::kF32);
-  return round_bound(a, d.path == Path::kBF16 ? DType::kBF16 : DType::kF16);
+  return round_exact(a, d.path == Path::kBF16 ? DType::kBF16 : DType::kF16, Rounding::kHalfAway);
 }
 
 // fp paths. Budget of y[r, m] = sum_n |W2[n, m]| (e_a[n] + kappa (|a[n]| + e_a[n])) + kappa |b2[m]|
@@ -90,7 +95,7 @@ void run_float_task(const Data& d, const Task& t) {
       const double h = a[idx] + d.bias1(e, j);
       // sum_k |x W1| <= |x|_2 |W1 column|_2 (Cauchy-Schwarz) bounds the mm1 accumulation.
       const double cs = xn * d.w1_norm[static_cast<size_t>(e * n + j)] + std::fabs(d.bias1(e, j));
-      const double e_acc = fp32_exact_sum(d.grid1, cs) ? 0.0 : accumulation_bound(k, cs);
+      const double e_acc = fp32_exact_sum(d.grid1[static_cast<size_t>(e)], cs) ? 0.0 : accumulation_bound(k, cs);
       const Tracked act = hidden_float(d, h, e_acc);
       a[idx] = act.v;
       weight[idx] = act.e;
@@ -98,8 +103,9 @@ void run_float_task(const Data& d, const Task& t) {
       exact = exact && act.e == 0;
     }
     // mm2 is exact in fp32 when the hidden row is exact and every partial sum fits 24 bits.
-    const int grid = std::min(product_grid(grid_exponent(a.data() + i * n, n), d.grid_w2), d.grid_b2);
-    exact = exact && fp32_exact_sum(grid, abs_sum * d.w2_max + d.b2_max);
+    const auto ue = static_cast<size_t>(e);
+    const int grid = std::min(product_grid(grid_exponent(a.data() + i * n, n), d.grid_w2[ue]), d.grid_b2[ue]);
+    exact = exact && fp32_exact_sum(grid, abs_sum * d.w2_max[ue] + d.b2_max[ue]);
     const double kap = exact ? 0.0 : accumulation_bound(n, 1.0);
     kappa[static_cast<size_t>(i)] = kap;
     for (int64_t j = 0; j < n; ++j) {
@@ -118,6 +124,14 @@ void run_float_task(const Data& d, const Task& t) {
   }
 }
 
+// int8 -> fp16 hidden: the fixpipe rounds h (within h32.e of it after a possible fp32 step) to
+// fp16 with RNE, then the activation runs in half. Exact: pinned to f16(h).
+Tracked fixpipe_activation(Activation act, double h, Tracked h32) {
+  const Tracked h16 = h32.e == 0 ? round_exact({h, 0.0}, DType::kF16, Rounding::kNearestEven)
+                                 : Tracked{h, round_bound(h32, DType::kF16).e};
+  return activation_bound(act, h16.v, h16.e, DType::kF16);
+}
+
 // int8 paths. The device's hidden value reaches AscendQuant through half arithmetic
 // (t = f16(f16(a16 * f16(s)) + f16(o))), so aq may differ from sat8(rne(a s + o)) by as many steps
 // as there are rounding boundaries within the bound of t. Budget of y[r, m] =
@@ -133,14 +147,30 @@ void run_quant_task(const Data& d, const Task& t) {
       const double acc = aq[idx] + d.bias1(e, j);
       const double deq = d.deq1[static_cast<size_t>(e * n + j)];
       const double h = acc * deq;
-      const Tracked h32 = round_bound({h, fp32_conversion_error(acc) * deq}, DType::kF32);
-      const Tracked a = d.path == Path::kQuantBF16
-                            ? round_bound(activation_bound(d.act, h, h32.e, DType::kF32), DType::kF16)
-                            : activation_bound(d.act, h, round_bound(h32, DType::kF16).e, DType::kF16);
+      // int8 -> fp16: fixpipe f16(f32(acc) * deq) (the bound also allows an intermediate fp32
+      // rounding); int8 -> bf16: AscendDequant f32(f32(acc) * deq), the fp32 activation, then a
+      // CAST_NONE (RNE) cast to half. Exact chains are pinned to the device's values.
+      const double conv = fp32_conversion_error(acc) * deq;
+      Tracked a;
+      if (d.path == Path::kQuantBF16) {
+        const Tracked h32 = round_exact({h, conv}, DType::kF32, Rounding::kNearestEven);
+        a = round_exact(activation_bound(d.act, h32.v, h32.e, DType::kF32), DType::kF16, Rounding::kNearestEven);
+      } else {
+        a = fixpipe_activation(d.act, h, round_bound({h, conv}, DType::kF32));
+      }
       const double s = d.scale[static_cast<size_t>(d.p.per_channel_scale ? e * n + j : e)];
       const double o = d.offset[static_cast<size_t>(e)];
       const double s16 = round_to(DType::kF16, s);
       const double o16 = round_to(DType::kF16, o);
+      // AscendQuant in half: t = f16(f16(a16 * f16(s)) + f16(o)). With every operand exact on the
+      // device, t is determined and so is aq = sat8(rne(t)), ties included.
+      const Tracked prod_dev = round_exact({a.v * s16, std::fabs(s16) * a.e}, DType::kF16, Rounding::kNearestEven);
+      const Tracked t_exact = round_exact({prod_dev.v + o16, prod_dev.e}, DType::kF16, Rounding::kNearestEven);
+      if (t_exact.e == 0) {
+        aq[idx] = std::clamp(std::nearbyint(t_exact.v), -128.0, 127.0);
+        steps[idx] = 0;
+        continue;
+      }
       const double q = a.v * s + o;
       const Tracked prod =
           round_bound({a.v * s, std::fabs(s16) * a.e + std::fabs(a.v) * std::fabs(s16 - s)}, DType::kF16);
@@ -158,9 +188,14 @@ void run_quant_task(const Data& d, const Task& t) {
       const double acc = y[idx] + d.bias2(e, j);
       const double flips = mag[idx];
       const double deq = d.deq2[static_cast<size_t>(e * k + j)];
-      y[idx] = acc * deq;
       const double e_acc = flips + fp32_conversion_error(std::fabs(acc) + flips);
-      mag[idx] = round_bound({y[idx], e_acc * deq}, DType::kF32).e;
+      // int8 -> bf16: AscendDequant rounds the fp32 product (RNE) before the bf16 cast, so an exact
+      // acc pins y to f32(acc * deq). The fp16 fixpipe may round once, so its y stays exact.
+      const Tracked out = d.path == Path::kQuantBF16
+                              ? round_exact({acc * deq, e_acc * deq}, DType::kF32, Rounding::kNearestEven)
+                              : Tracked{acc * deq, round_bound({acc * deq, e_acc * deq}, DType::kF32).e};
+      y[idx] = out.v;
+      mag[idx] = out.e;
     }
   }
 }
@@ -175,12 +210,16 @@ void run_zero_hidden(const Data& d) {
       for (int64_t j = 0; j < d.k; ++j) {
         const double b = d.bias2(ei, j);
         if (!d.quant()) {
-          d.y[r * d.k + j] = b;
+          // bf16: the fp32 bias is cast with CAST_ROUND (ties away), a determined value.
+          d.y[r * d.k + j] = d.path == Path::kBF16 ? round_to(DType::kBF16, b, Rounding::kHalfAway) : b;
           continue;
         }
+        // The vector AscendDequant multiplies in fp32 (RNE) and then casts to y's dtype.
         const double deq = d.deq2[static_cast<size_t>(ei * d.k + j)];
-        d.y[r * d.k + j] = b * deq;
-        d.mag[r * d.k + j] = round_bound({b * deq, fp32_conversion_error(b) * deq}, DType::kF32).e;
+        const Tracked out =
+            round_exact({b * deq, fp32_conversion_error(b) * deq}, DType::kF32, Rounding::kNearestEven);
+        d.y[r * d.k + j] = out.v;
+        d.mag[r * d.k + j] = out.e;
       }
     }
   }
@@ -203,11 +242,20 @@ void prepare_float(Data& d, int64_t e_n) {
     }
     for (int64_t j = 0; j < n; ++j) dst[j] = std::sqrt(dst[j]);
   }
-  d.grid1 = std::min(product_grid(grid_of(d.x), grid_of(d.w1)), grid_of(d.b1));
-  d.grid_w2 = grid_of(d.w2);
-  d.grid_b2 = grid_of(d.b2);
-  d.w2_max = max_abs(d.w2);
-  d.b2_max = max_abs(d.b2);
+  const int grid_x = grid_of(d.x);
+  const auto slice = [](const std::vector<double>& v, int64_t e, int64_t len) {
+    if (v.empty()) return std::vector<double>();
+    return std::vector<double>(v.begin() + e * len, v.begin() + (e + 1) * len);
+  };
+  for (int64_t e = 0; e < e_n; ++e) {
+    const std::vector<double> w1 = slice(d.w1, e, k * n), w2 = slice(d.w2, e, n * k);
+    const std::vector<double> b1 = slice(d.b1, e, n), b2 = slice(d.b2, e, k);
+    d.grid1.push_back(std::min(product_grid(grid_x, grid_of(w1)), grid_of(b1)));
+    d.grid_w2.push_back(grid_of(w2));
+    d.grid_b2.push_back(grid_of(b2));
+    d.w2_max.push_back(max_abs(w2));
+    d.b2_max.push_back(max_abs(b2));
+  }
 }
 
 }  // namespace

@@ -77,6 +77,34 @@ TEST(MoeFFNEmu, fixpipe_truncates_deq_scale) {
   EXPECT_EQ(run_emu(p, in, "mffn.deq_scale_not_truncated").get(0), 0.300048828125);
 }
 
+// Rounding sites by hand (u = 2^-10, the fp16 spacing on [1, 2)); W2 = 1, so y is the hidden value.
+// High performance: h = 1.5 * (1 + u) = 1537.5 u in fp32; the fixpipe rounds to even, 1538 u, a
+// truncating fixpipe gives 1537 u. High precision: h = 1.5 + 5 * 2^-11 = 1538.5 u; CAST_ROUND ties
+// away to 1539 u, RNE would give 1538 u.
+TEST(MoeFFNEmu, hidden_rounding_sites_by_hand) {
+  const double u = std::ldexp(1.0, -10);
+  const Params hp = params(DType::kF16, {1}, 1, 1, "relu");
+  const TensorMap hp_in = make_inputs(hp, {{1.5}, {1 + u}, {}, {1}, {}, {}, {}, {}, {}});
+  EXPECT_EQ(run_emu(hp, hp_in).get(0), 1538 * u);
+  EXPECT_EQ(run_emu(hp, hp_in, "mffn.fixpipe_truncates").get(0), 1537 * u);
+  Params hi = hp;
+  hi.inner_precise = 0;
+  hi.has_bias1 = true;
+  const TensorMap hi_in = make_inputs(hi, {{1.5}, {1}, {5 * u / 2}, {1}, {}, {}, {}, {}, {}});
+  EXPECT_EQ(run_emu(hi, hi_in).get(0), 1539 * u);
+  EXPECT_EQ(run_emu(hi, hi_in, "mffn.hidden_cast_round_even").get(0), 1538 * u);
+}
+
+// AscendQuant multiplies by the half scale: scale = 1 + 2^-11 - 2^-22 is 1 in half, a = 5 * 0.5 =
+// 2.5, t = 2.5 ties to 2. With the fp32 scale, f16(2.5 * scale) = 2.5 + 2^-9 and aq = 3.
+TEST(MoeFFNEmu, requantisation_scale_is_cast_to_half) {
+  const Params p = params(DType::kI8, {1}, 1, 1, "relu");
+  const TensorMap in = make_inputs(p, {{5}, {1}, {}, {1}, {}, {1 + std::ldexp(1.0, -11) - std::ldexp(1.0, -22)}, {0},
+                                       {0.5f}, {1.0f}});
+  EXPECT_EQ(run_emu(p, in).get(0), 2.0);
+  EXPECT_EQ(run_emu(p, in, "mffn.quant_scale_not_half").get(0), 3.0);
+}
+
 // expertTokens {1, 2} read as cumulative: expert 1 covers rows [1, 2), so row 2 is never written.
 TEST(MoeFFNEmu, cumulative_reading_leaves_rows_unwritten) {
   const Params p = params(DType::kF16, {1, 2}, 2, 2, "relu");
@@ -107,11 +135,23 @@ TEST(MoeFFNEmu, every_defect_changes_an_exposing_case) {
   Params tie = params(DType::kI8, {1}, 2, 1, "relu");
   tie.has_bias1 = tie.has_bias2 = true;
   const TensorMap tie_in = make_inputs(tie, {{2, -1}, {3, 4}, {1}, {1, -2}, {1, 0}, {2}, {-0.5}, {0.5f}, {0.25f, 0.25f}});
+  const double u = std::ldexp(1.0, -10);
+  const Params hp = params(DType::kF16, {1}, 1, 1, "relu");
+  const TensorMap hp_in = make_inputs(hp, {{1.5}, {1 + u}, {}, {1}, {}, {}, {}, {}, {}});
+  Params hi = hp;
+  hi.inner_precise = 0;
+  hi.has_bias1 = true;
+  const TensorMap hi_in = make_inputs(hi, {{1.5}, {1}, {5 * u / 2}, {1}, {}, {}, {}, {}, {}});
+  const Params quant = params(DType::kI8, {1}, 1, 1, "relu");
+  const TensorMap quant_in = make_inputs(
+      quant, {{5}, {1}, {}, {1}, {}, {1 + std::ldexp(1.0, -11) - std::ldexp(1.0, -22)}, {0}, {0.5f}, {1.0f}});
   const std::map<std::string, std::pair<const Params*, const TensorMap*>> exposing = {
       {"mffn.expert_tokens_cumulative", {&gelu, &gelu_in}}, {"mffn.erf_gelu", {&gelu, &gelu_in}},
       {"mffn.bias2_dropped", {&gelu, &gelu_in}},            {"mffn.w1_transposed", {&gelu, &gelu_in}},
       {"mffn.deq_scale_not_truncated", {&deq, &deq_in}},    {"mffn.requant_round_half_away", {&tie, &tie_in}},
       {"mffn.empty_expert_shifts_weights", {&skip, &skip_in}}, {"mffn.per_channel_scale_ignored", {&channel, &channel_in}},
+      {"mffn.fixpipe_truncates", {&hp, &hp_in}},            {"mffn.hidden_cast_round_even", {&hi, &hi_in}},
+      {"mffn.quant_scale_not_half", {&quant, &quant_in}},
   };
   for (const DefectInfo& d : defects()) {
     ASSERT_EQ(exposing.count(d.name), 1u) << d.name << " has no exposing case here";

@@ -98,7 +98,8 @@ TEST(MoeFFNReference, int8_deq_scale_truncated_to_19_bits) {
 }
 
 // N1 = 0: y rows are the owning expert's bias2 (fp16), or bias2 * deq2 with the full 32 deq bits
-// (int8: ProcessZeroN1 dequantises on the vector unit, not in the fixpipe).
+// (int8: ProcessZeroN1 dequantises on the vector unit, not in the fixpipe), multiplied in fp32:
+// 3 * 0.1f = 0.30000000447 rounds to the float 0.300000011920929 (0x3E99999A).
 TEST(MoeFFNReference, zero_hidden_broadcasts_bias2) {
   Params p = params(DType::kF16, {2, 1}, 2, 0, "fastgelu");
   p.has_bias2 = true;
@@ -107,7 +108,7 @@ TEST(MoeFFNReference, zero_hidden_broadcasts_bias2) {
   Params q = params(DType::kI8, {1}, 2, 0, "relu");
   q.has_bias2 = true;
   r = reference(q, make_inputs(q, {{1, 1}, {}, {}, {}, {3, -2}, {1}, {0}, {}, {0.1f, 0.1f}}));
-  EXPECT_EQ(values_of(r.expected.at("y")), (std::vector<double>{3 * static_cast<double>(0.1f), -2 * static_cast<double>(0.1f)}));
+  EXPECT_EQ(values_of(r.expected.at("y")), (std::vector<double>{0.300000011920928955078125, -2 * static_cast<double>(0.1f)}));
 }
 
 // expertTokens {0, 2, 1}: rows 0-1 use expert 1, row 2 expert 2 (relu, K1 = N1 = 1, W2 = 1):
@@ -210,6 +211,65 @@ TEST(MoeFFNReference, budget_helpers) {
   EXPECT_EQ(grid_exponent(grid_values, 0), kNoGrid);
   EXPECT_TRUE(fp32_exact_sum(-2, std::ldexp(1.0, 22)));
   EXPECT_FALSE(fp32_exact_sum(-2, std::ldexp(1.0, 22) + 1));
+}
+
+// round_exact pins an exact value to the device's rounding with the site's tie rule:
+// 1537.5 * 2^-10 is a tie in fp16 ([1, 2) has spacing 2^-10): RNE gives 1538 (even), ties away
+// 1538 too; 1538.5 gives 1538 (RNE) and 1539 (away). An inexact input falls back to round_bound.
+TEST(MoeFFNReference, round_exact_pins_exact_values_with_the_site_tie_rule) {
+  const double u = std::ldexp(1.0, -10);
+  EXPECT_EQ(round_exact({1537.5 * u, 0.0}, DType::kF16, Rounding::kNearestEven).v, 1538 * u);
+  EXPECT_EQ(round_exact({1538.5 * u, 0.0}, DType::kF16, Rounding::kNearestEven).v, 1538 * u);
+  EXPECT_EQ(round_exact({1538.5 * u, 0.0}, DType::kF16, Rounding::kHalfAway).v, 1539 * u);
+  EXPECT_EQ(round_exact({1538.5 * u, 0.0}, DType::kF16, Rounding::kHalfAway).e, 0.0);
+  const Tracked loose = round_exact({1538.5 * u, u / 8}, DType::kF16, Rounding::kHalfAway);
+  EXPECT_EQ(loose.v, 1538.5 * u);
+  EXPECT_EQ(loose.e, round_bound({1538.5 * u, u / 8}, DType::kF16).e);
+}
+
+// The fp16 high-precision path casts the fp32 hidden value with CAST_ROUND: x = 1.5, W1 = 1,
+// b1 = 5 * 2^-11 gives h = 1538.5 * 2^-10 exactly, a = f16 ties away = 1539 * 2^-10, and with
+// W2 = 1 the expected y is that value with a zero budget (RNE would give 1538 * 2^-10).
+TEST(MoeFFNReference, high_precision_hidden_ties_away) {
+  Params p = params(DType::kF16, {1}, 1, 1, "relu");
+  p.inner_precise = 0;
+  p.has_bias1 = true;
+  const TensorMap in = make_inputs(p, {{1.5}, {1}, {5 * std::ldexp(1.0, -11)}, {1}, {}, {}, {}, {}, {}});
+  const RefOutputs r = reference(p, in);
+  EXPECT_EQ(r.expected.at("y").get(0), 1539 * std::ldexp(1.0, -10));
+  EXPECT_EQ(r.magnitude.at("y").get(0), 0.0);
+  // The high-performance path rounds h at the fixpipe with RNE instead: 1538 * 2^-10.
+  p.inner_precise = 1;
+  EXPECT_EQ(reference(p, make_inputs(p, {{1.5}, {1}, {5 * std::ldexp(1.0, -11)}, {1}, {}, {}, {}, {}, {}}))
+                .expected.at("y")
+                .get(0),
+            1538 * std::ldexp(1.0, -10));
+}
+
+// AscendQuant multiplies by the half scale: scale = 1 + 2^-11 - 2^-22 is 1 in half, so a = 2.5
+// (acc 5 * deq 0.5) gives the tie t = 2.5 and aq = 2 (RNE); y = aq * W2 * deq2 = 2.
+TEST(MoeFFNReference, requantisation_uses_the_half_scale) {
+  const Params p = params(DType::kI8, {1}, 1, 1, "relu");
+  const float deq2 = 1.0f;
+  const TensorMap in = make_inputs(p, {{5}, {1}, {}, {1}, {}, {1 + std::ldexp(1.0, -11) - std::ldexp(1.0, -22)},
+                                       {0}, {0.5f}, {deq2}});
+  const RefOutputs r = reference(p, in);
+  EXPECT_EQ(r.expected.at("y").get(0), 2.0);
+  EXPECT_EQ(r.magnitude.at("y").get(0), 0.0);
+}
+
+// Issue 13: offset has E elements with experts. A one-element offset is the no-experts (1) shape,
+// valid with one expert and rejected with more (CheckQuantScaleAndOffset, 161002): no broadcast.
+TEST(MoeFFNReference, one_element_offset_only_with_one_expert) {
+  Params one = params(DType::kI8, {4}, 16, 8, "relu");
+  one.offset_length = 1;
+  EXPECT_EQ(specs(one).at("offset").shape, (Shape{1}));
+  EXPECT_TRUE(validate(one, specs(one)).is_ok()) << validate(one, specs(one)).to_string();
+  Params two = params(DType::kI8, {2, 3}, 16, 8, "relu");
+  two.offset_length = 1;
+  const Status st = validate(two, specs(two));
+  EXPECT_EQ(st.aclnn_code(), 161002);
+  EXPECT_NE(st.to_string().find("offset length should be E"), std::string::npos) << st.to_string();
 }
 
 // The exact fill with relu keeps every step exact on the device, so the budget is 0 everywhere.
