@@ -219,7 +219,17 @@ RC_GTEST_PROP(MoeFFNProps, scaling_x_by_power_of_two_scales_relu_output, ()) {
   }
   const Tensor y = reference(p, in).expected.at("y");
   const Tensor ys = reference(p, scaled).expected.at("y");
-  for (int64_t i = 0; i < y.numel(); ++i) RC_ASSERT(ys.get(i) == std::ldexp(y.get(i), s));
+  // Rounding commutes with 2^s except on the fp16 subnormal grid (spacing 2^-24 at either scale),
+  // where the reference pins a determined hidden value: each may then move by one such step.
+  const std::vector<int64_t> off = expert_offsets(p.expert_tokens);
+  const Tensor& w2 = in.at("weight2");
+  const double step = p.dtype == DType::kBF16 ? 0.0 : std::ldexp(1.0, -24) * (1 + std::ldexp(1.0, s));
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const int64_t r = i / p.k1, m = i % p.k1, e = expert_of_row(off, r);
+    double w = 0;
+    for (int64_t j = 0; j < p.n1; ++j) w += std::fabs(w2.get((e * p.n1 + j) * p.k1 + m));
+    RC_ASSERT(std::fabs(ys.get(i) - std::ldexp(y.get(i), s)) <= step * w);
+  }
 }
 
 // y of the faithful emulator on a poisoned, guarded buffer.
