@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/json_read.h"
 #include "core/npy.h"
 
 namespace opgate {
@@ -151,7 +152,7 @@ Expected<std::vector<CaseResult>> read_baseline(const std::string& path) {
 Status accept_baseline(const std::string& report, const std::string& dir, const std::string& harness_version) {
   OPGATE_ASSIGN_OR_RETURN(const std::string folder, report_folder(report));
   const std::string source = folder + "/results.jsonl";
-  OPGATE_ASSIGN_OR_RETURN(std::string text, read_file(source));
+  OPGATE_ASSIGN_OR_RETURN(std::string text, read_file_bounded(source, kMaxResultsBytes, "results.jsonl"));
   // Parsed first, so a corrupt report never becomes the baseline.
   OPGATE_ASSIGN_OR_RETURN(std::vector<CaseResult> results, read_results(source));
   if (results.empty()) return parse_error(fmt::format("{}: no results: refusing an empty baseline", source));
@@ -193,13 +194,7 @@ Expected<std::string> baseline_config_mismatch(const std::string& baseline_path,
   const std::string folder = is_dir ? baseline_path : std::filesystem::path(baseline_path).parent_path().string();
   const std::string manifest_path = (folder.empty() ? std::string(".") : folder) + "/baseline.json";
   if (::stat(manifest_path.c_str(), &st) != 0) return std::string();  // not accepted by `baseline accept`
-  OPGATE_ASSIGN_OR_RETURN(std::string text, read_file(manifest_path));
-  nlohmann::json manifest;
-  try {
-    manifest = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    return parse_error(fmt::format("{}: malformed JSON: {}", manifest_path, e.what()));
-  }
+  OPGATE_ASSIGN_OR_RETURN(nlohmann::json manifest, read_json_file(manifest_path));
   OPGATE_ASSIGN_OR_RETURN(RunInfoFile run, read_run_info(report_dir));
   // Only fields both sides record: older baselines and reports say nothing either way.
   std::vector<std::string> was, is;

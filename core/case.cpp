@@ -1,11 +1,16 @@
 // Strict case-file loading: every error names the file, the case and the key.
 #include "core/case.h"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <limits>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "core/fill_override.h"
+#include "core/json_read.h"
 #include "core/npy.h"
 #include "core/op_registry.h"
 
@@ -180,18 +185,11 @@ Expected<Case> parse_case(const nlohmann::json& j, const std::string& origin, co
 }
 
 Expected<std::vector<Case>> parse_cases_text(const std::string& text, const std::string& origin) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return parse_error(fmt::format("{}: malformed JSON at byte {}: {}", origin, e.byte, e.what()));
-  } catch (const nlohmann::json::exception& e) {
-    // out_of_range 406: a number literal beyond the double range (found by fuzz_case_json).
-    return parse_error(fmt::format("{}: malformed JSON: {}", origin, e.what()));
-  }
+  OPGATE_ASSIGN_OR_RETURN(nlohmann::json doc, parse_json_bounded(text, origin));
   std::vector<Case> out;
   if (doc.is_object() && !doc.contains("cases")) {  // a single case (failed/<id>.json, repro text)
     OPGATE_ASSIGN_OR_RETURN(Case c, parse_case(doc, origin, "", nlohmann::json::object()));
+    c.source = origin;  // later errors (params, size) name the file too
     out.push_back(std::move(c));
     return out;
   }
@@ -234,7 +232,7 @@ Expected<std::vector<Case>> parse_cases_text(const std::string& text, const std:
 }
 
 Expected<std::vector<Case>> load_case_file(const std::string& path) {
-  OPGATE_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  OPGATE_ASSIGN_OR_RETURN(std::string text, read_file_bounded(path, kMaxJsonBytes, "case file"));
   return parse_cases_text(text, path);
 }
 
@@ -259,7 +257,65 @@ Expected<std::unique_ptr<Problem>> make_problem(const Case& c) {
   if (!p) return name_default_key(p.status(), c).with_context(case_where(c));
   // Per-tensor fills are checked against the call's dtypes here, before any run writes a report.
   if (Status st = check_fill_overrides(c.tensors, (*p)->specs()); !st.is_ok()) return st.with_context(case_where(c));
+  const uint64_t need = case_bytes(**p);
+  // A call the operator rejects is never filled, so its size does not matter (an invalid case may
+  // tamper a shape to 2^40 on purpose).
+  if (need > max_case_bytes() && (*p)->validate().is_ok()) {
+    return invalid_case(fmt::format("{}: field 'params': the case needs {} of tensors (inputs, outputs and "
+                                    "reference), over --max-case-bytes {}",
+                                    case_where(c), bytes_text(need), bytes_text(max_case_bytes())));
+  }
   return p;
+}
+
+namespace {
+std::atomic<uint64_t> g_max_case_bytes{0};  // 0: not set, use the default
+
+uint64_t add_sat(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<uint64_t>::max() : r;
+}
+uint64_t mul_sat(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<uint64_t>::max() : r;
+}
+}  // namespace
+
+uint64_t default_max_case_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return uint64_t{4} << 30;  // unknown: assume a 16 GB machine
+  return static_cast<uint64_t>(pages) / 4 * static_cast<uint64_t>(page);
+}
+
+uint64_t max_case_bytes() {
+  const uint64_t set = g_max_case_bytes.load();
+  return set != 0 ? set : default_max_case_bytes();
+}
+
+void set_max_case_bytes(uint64_t bytes) { g_max_case_bytes.store(bytes); }
+
+uint64_t case_bytes(const Problem& problem) {
+  uint64_t total = 0;
+  for (const auto& [name, spec] : problem.specs()) {
+    if (!spec.present) continue;
+    uint64_t numel = 1;
+    for (int64_t d : spec.shape) numel = mul_sat(numel, d < 0 ? 0 : static_cast<uint64_t>(d));
+    const uint64_t per_element = 3 * static_cast<uint64_t>(dtype_size(spec.dtype)) + 16;
+    total = add_sat(total, mul_sat(numel, per_element));
+  }
+  return total;
+}
+
+std::string bytes_text(uint64_t bytes) {
+  if (bytes == std::numeric_limits<uint64_t>::max()) return "more than 16 EiB";
+  const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} bytes", bytes) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
 Status apply_spec_overrides(SpecMap& specs, const nlohmann::json& overrides) {

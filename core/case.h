@@ -47,6 +47,22 @@ Expected<std::vector<Case>> parse_cases_text(const std::string& text, const std:
 // The case as a case file would hold it (every key explicit).
 nlohmann::json case_to_json(const Case& c);
 // Builds the operator problem for a case (strict params parse + overrides); errors name the case.
+// A valid call whose tensors need more than max_case_bytes() is refused here (kInvalidCase), the
+// one place every entry point passes before filling, so no command ever attempts the allocation.
 Expected<std::unique_ptr<Problem>> make_problem(const Case& c);
+
+// Host memory a case may need, --max-case-bytes. Default: a quarter of physical memory, so one
+// case (or one case child of a run) can never push the machine into swap or the OOM killer, while
+// every nightly case (the largest take a few hundred MB) fits on any machine with 4 GB or more.
+uint64_t default_max_case_bytes();
+uint64_t max_case_bytes();
+void set_max_case_bytes(uint64_t bytes);
+// Bytes a case needs, saturating at UINT64_MAX: for every tensor of the call, its device image three
+// times (canonical input, packed image and pristine copy; output buffer, guards and unpacked copy)
+// plus 16 bytes per element for the double-precision reference (value and magnitude). Reference
+// intermediates are smaller than these for every operator here (they scale with the tensors).
+uint64_t case_bytes(const Problem& problem);
+// "1.5 GiB", for messages.
+std::string bytes_text(uint64_t bytes);
 
 }  // namespace opgate

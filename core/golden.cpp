@@ -3,6 +3,7 @@
 #include "core/golden.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "core/golden_folder.h"
+#include "core/json_read.h"
 #include "core/npy.h"
 
 namespace opgate {
@@ -109,6 +111,97 @@ Expected<std::vector<std::string>> remove_stale_golden(const std::string& root, 
   return removed;
 }
 
+namespace {
+
+// ".<id>.old.<pid>" / ".<id>.tmp.<pid>" -> the leftover; false for any other name.
+bool parse_leftover(const std::string& name, GoldenLeftover& out) {
+  if (name.size() < 8 || name[0] != '.') return false;
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos || dot + 1 >= name.size()) return false;
+  const std::string pid = name.substr(dot + 1);
+  if (pid.size() > 10 || pid.find_first_not_of("0123456789") != std::string::npos) return false;
+  const size_t kind_at = dot >= 4 ? dot - 4 : std::string::npos;
+  if (kind_at == std::string::npos || kind_at < 2) return false;
+  const std::string kind = name.substr(kind_at, 4);
+  if (kind != ".old" && kind != ".tmp") return false;
+  out.id = name.substr(1, kind_at - 1);
+  out.old = kind == ".old";
+  out.pid = std::stol(pid);
+  return !out.id.empty();
+}
+
+bool process_running(long pid) { return pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+
+}  // namespace
+
+std::vector<GoldenLeftover> find_golden_leftovers(const std::string& root, const std::string& stem) {
+  std::vector<GoldenLeftover> out;
+  const std::string op_dir = root + "/" + stem;
+  DIR* d = opendir(op_dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    GoldenLeftover l;
+    if (!parse_leftover(e->d_name, l)) continue;
+    l.path = op_dir + "/" + e->d_name;
+    l.owner_running = l.pid != getpid() && process_running(l.pid);
+    out.push_back(l);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end(), [](const GoldenLeftover& a, const GoldenLeftover& b) { return a.path < b.path; });
+  return out;
+}
+
+std::vector<std::string> clean_golden_leftovers(const std::string& root, const std::string& stem) {
+  std::vector<std::string> lines;
+  for (const auto& l : find_golden_leftovers(root, stem)) {
+    if (l.owner_running) {
+      lines.push_back(fmt::format("skipped {}: the regen that made it (pid {}) is still running", l.path, l.pid));
+      continue;
+    }
+    const std::string case_dir = golden_case_dir(root, stem, l.id);
+    if (l.old && !is_dir(case_dir) && rename(l.path.c_str(), case_dir.c_str()) == 0) {
+      lines.push_back(fmt::format("recovered {} from {} (a regen was cut between its two renames)", case_dir, l.path));
+      continue;
+    }
+    remove_tree(l.path);
+    lines.push_back(fmt::format("removed leftover {} (of an interrupted regen, pid {})", l.path, l.pid));
+  }
+  return lines;
+}
+
+std::vector<std::string> stray_golden_files(const std::string& dir) {
+  std::vector<std::string> out;
+  auto scan = [&](const std::string& sub, auto&& allowed) {
+    const std::string at = sub.empty() ? dir : dir + "/" + sub;
+    DIR* d = opendir(at.c_str());
+    if (d == nullptr) return;
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (const char* why = allowed(name, at + "/" + name)) out.push_back(fmt::format("{}/{}: {}", at, name, why));
+    }
+    closedir(d);
+  };
+  auto temporary = [](const std::string& name) { return name.find(".tmp.") != std::string::npos; };
+  scan("", [&](const std::string& name, const std::string& path) -> const char* {
+    if (temporary(name)) return "temporary file of an interrupted write";
+    if (name == "case.json" || name == "manifest.json") return nullptr;
+    if ((name == "inputs" || name == "expected") && is_dir(path)) return nullptr;
+    return "stray file (a golden folder holds case.json, manifest.json, inputs/ and expected/ only)";
+  });
+  for (const std::string sub : {"inputs", "expected"}) {
+    scan(sub, [&](const std::string& name, const std::string& path) -> const char* {
+      if (temporary(name)) return "temporary file of an interrupted write";
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0 && name[0] != '.' && !is_dir(path)) {
+        return nullptr;
+      }
+      return "stray file (only <name>.npy tensor files belong here)";
+    });
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 Expected<GoldenCase> read_golden(const std::string& dir) {
   if (!is_dir(dir)) {
     return io_error(dir + ": no golden folder (golden files exist for the smoke and regression cases; "
@@ -123,11 +216,7 @@ Expected<GoldenCase> read_golden(const std::string& dir) {
     return parse_error(f.problems.front() + more);
   }
   GoldenCase g;
-  try {
-    g.case_json = nlohmann::json::parse(f.case_text);
-  } catch (const nlohmann::json::exception& e) {  // parse_error or out_of_range (1e999)
-    return parse_error(fmt::format("{}/case.json: malformed JSON: {}", dir, e.what()));
-  }
+  OPGATE_ASSIGN_OR_RETURN(g.case_json, parse_json_bounded(f.case_text, dir + "/case.json"));
   g.manifest = std::move(f.manifest);
   for (auto& [rel, t] : f.tensors) {
     const std::string base = rel.substr(rel.find('/') + 1, rel.size() - rel.find('/') - 5);

@@ -29,6 +29,24 @@ Status regenerate_golden(const std::string& root, const Case& c, const std::stri
 Expected<std::vector<std::string>> remove_stale_golden(const std::string& root, const std::string& stem,
                                                        const std::set<std::string>& keep);
 
+// What an interrupted regen leaves under root/<stem>: ".<id>.old.<pid>" (the previous folder, moved
+// aside just before the new one is renamed in) and ".<id>.tmp.<pid>" (a folder being written).
+struct GoldenLeftover {
+  std::string path, id;
+  bool old = false;  // ".old": the previous folder; else ".tmp"
+  long pid = 0;
+  bool owner_running = false;  // the regen that made it still runs: leave it alone
+};
+std::vector<GoldenLeftover> find_golden_leftovers(const std::string& root, const std::string& stem);
+// Recovers or removes the leftovers of regens that no longer run: an old folder whose case has no
+// folder is moved back (the swap was cut between its two renames), everything else is deleted.
+// Returns one line per leftover saying what was done or why it was skipped.
+std::vector<std::string> clean_golden_leftovers(const std::string& root, const std::string& stem);
+// Entries of a case folder that the format does not have (golden-format.md): anything but
+// case.json, manifest.json and inputs/, expected/ holding <name>.npy files, e.g. the temporary
+// files of an interrupted write ("<file>.tmp.<pid>.<n>"). Each as "<path>: <why>".
+std::vector<std::string> stray_golden_files(const std::string& case_dir);
+
 struct GoldenCase {
   nlohmann::json case_json;
   nlohmann::json manifest;

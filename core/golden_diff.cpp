@@ -13,18 +13,18 @@
 
 #include "core/dtype.h"
 #include "core/golden.h"
+#include "core/json_read.h"
 #include "core/npy.h"
 
 namespace opgate {
 namespace {
 
-Expected<nlohmann::json> read_json(const std::string& path) {
-  OPGATE_ASSIGN_OR_RETURN(std::string text, read_file(path));
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    return parse_error(fmt::format("{}: malformed JSON: {}", path, e.what()));
-  }
+Expected<nlohmann::json> read_json(const std::string& path) { return read_json_file(path); }
+
+// A tensor file, never more than a case may take (a link to /dev/zero must not exhaust memory).
+Expected<Tensor> read_tensor(const std::string& path) {
+  OPGATE_ASSIGN_OR_RETURN(std::string bytes, read_file_bounded(path, max_case_bytes(), "--max-case-bytes"));
+  return decode_npy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path);
 }
 
 // The tensor files of a manifest with their entries ({} when the manifest has none).
@@ -41,8 +41,8 @@ Expected<GoldenTensorDiff> diff_tensor(const std::string& file, const nlohmann::
   GoldenTensorDiff t;
   t.file = file;
   t.device_dtype = entry.value("dtype", "");
-  OPGATE_ASSIGN_OR_RETURN(Tensor a, read_npy(old_dir + "/" + file));
-  OPGATE_ASSIGN_OR_RETURN(Tensor b, read_npy(new_dir + "/" + file));
+  OPGATE_ASSIGN_OR_RETURN(Tensor a, read_tensor(old_dir + "/" + file));
+  OPGATE_ASSIGN_OR_RETURN(Tensor b, read_tensor(new_dir + "/" + file));
   t.elements = b.numel();
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) {
     t.status = "reshaped";

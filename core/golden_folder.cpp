@@ -6,11 +6,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
 #include "core/fill_override.h"
 #include "core/golden.h"
+#include "core/json_read.h"
 #include "core/npy.h"
 #include "core/op_registry.h"
 
@@ -98,11 +103,17 @@ void check_tensor_files(const std::string& dir, LoadedFolder& f) {
       continue;
     }
     const std::string path = dir + "/" + rel;
-    auto bytes = read_file(path);
-    if (!bytes) {
-      f.problems.push_back(bytes.status().message());
-    } else if (sha256_hex(*bytes) != meta["sha256"].get<std::string>()) {
+    // The digest is computed while streaming, so a corrupted file (or a link to /dev/zero) is
+    // rejected in constant memory; only a file that matches its digest is then read whole, and
+    // never more than a case may take.
+    auto digest = sha256_file(path, max_case_bytes());
+    Expected<std::string> bytes = digest ? Expected<std::string>(std::string()) : digest.status();
+    if (!digest) {
+      f.problems.push_back(digest.status().message());
+    } else if (*digest != meta["sha256"].get<std::string>()) {
       f.problems.push_back(path + ": sha256 differs from manifest.json (file corrupted)");
+    } else if (bytes = read_file_bounded(path, max_case_bytes(), "--max-case-bytes"); !bytes) {
+      f.problems.push_back(bytes.status().message());
     } else if (auto t = decode_npy(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), path); !t) {
       f.problems.push_back(t.status().message());
     } else if (meta.contains("shape") && meta["shape"] != nlohmann::json(t->shape())) {
@@ -121,6 +132,33 @@ void check_tensor_files(const std::string& dir, LoadedFolder& f) {
 }
 
 }  // namespace
+
+Expected<std::string> sha256_file(const std::string& path, uint64_t limit) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return io_error(fmt::format("{}: cannot open for reading: {}", path, std::strerror(errno)));
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  char buffer[1 << 16];
+  uint64_t total = 0;
+  size_t n = 0;
+  while (total <= limit && (n = std::fread(buffer, 1, sizeof buffer, file)) > 0) {
+    EVP_DigestUpdate(ctx, buffer, n);
+    total += n;
+  }
+  const bool failed = std::ferror(file) != 0;
+  std::fclose(file);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx, md, &len);
+  EVP_MD_CTX_free(ctx);
+  if (failed) return io_error(fmt::format("{}: read failed", path));
+  if (total > limit) {
+    return parse_error(fmt::format("{}: more than {}, over --max-case-bytes (file corrupted)", path, bytes_text(limit)));
+  }
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
 
 std::string sha256_hex(const std::string& bytes) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -153,12 +191,22 @@ void remove_tree(const std::string& path) {
   rmdir(path.c_str());
 }
 
-Expected<Computed> compute(const Case& c, const std::string& harness_version) {
-  OPGATE_ASSIGN_OR_RETURN(auto problem, make_problem(c));
+Expected<TensorMap> checked_inputs(const Case& c) {
+  OPGATE_ASSIGN_OR_RETURN(auto problem, make_problem(c));  // errors name the file and case
   Status valid = problem->validate();
-  if (!valid.is_ok()) return invalid_case(fmt::format("case '{}': golden cases must be valid calls: {}", c.id, valid.message()));
-  OPGATE_ASSIGN_OR_RETURN(TensorMap inputs, fill_case_inputs(*problem, c));
-  OPGATE_TRY(problem->check_data(inputs));
+  if (!valid.is_ok()) {
+    return invalid_case(fmt::format("{}: golden cases must be valid calls: {}", case_where(c), valid.message()));
+  }
+  auto inputs = fill_case_inputs(*problem, c);
+  if (!inputs) return inputs.status().with_context(case_where(c));
+  Status data = problem->check_data(*inputs);
+  if (!data.is_ok()) return data.with_context(case_where(c) + ": data checks");
+  return inputs;
+}
+
+Expected<Computed> compute(const Case& c, const std::string& harness_version) {
+  OPGATE_ASSIGN_OR_RETURN(TensorMap inputs, checked_inputs(c));
+  OPGATE_ASSIGN_OR_RETURN(auto problem, make_problem(c));
   const RefOutputs ref = problem->reference(inputs);
   const TensorMap packed = problem->pack(inputs);
   Computed out;
@@ -196,19 +244,19 @@ std::string parent_of(std::string path) {
 
 LoadedFolder load_folder(const std::string& dir) {
   LoadedFolder f;
-  auto manifest_text = read_file(dir + "/manifest.json");
-  auto case_text = read_file(dir + "/case.json");
+  auto manifest_text = read_file_bounded(dir + "/manifest.json", kMaxJsonBytes, "JSON");
+  auto case_text = read_file_bounded(dir + "/case.json", kMaxJsonBytes, "JSON");
   if (!manifest_text || !case_text) {
     f.problems.push_back(!manifest_text ? manifest_text.status().message() : case_text.status().message());
     return f;
   }
   f.case_text = *case_text;
-  try {
-    f.manifest = nlohmann::json::parse(*manifest_text);
-  } catch (const nlohmann::json::exception& e) {  // parse_error or out_of_range (1e999)
-    f.problems.push_back(fmt::format("{}/manifest.json: malformed JSON: {}", dir, e.what()));
+  auto manifest = parse_json_bounded(*manifest_text, dir + "/manifest.json");
+  if (!manifest) {
+    f.problems.push_back(manifest.status().message());
     return f;
   }
+  f.manifest = std::move(*manifest);
   if (!f.manifest.is_object() || !f.manifest.contains("tensors") || !f.manifest["tensors"].is_object()) {
     f.problems.push_back(dir + "/manifest.json: field 'tensors': missing or not an object");
     return f;

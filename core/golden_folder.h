@@ -28,6 +28,9 @@ struct Computed {
   std::vector<TensorFile> files;
 };
 
+// The case's inputs after every check a golden case must pass (parse, size, validate, fill, data
+// checks); errors name the file and the case. Regen runs it on every case before writing any.
+Expected<TensorMap> checked_inputs(const Case& c);
 // Everything a golden folder holds, computed from the case.
 Expected<Computed> compute(const Case& c, const std::string& harness_version);
 
@@ -45,6 +48,8 @@ struct LoadedFolder {
 LoadedFolder load_folder(const std::string& dir);
 
 std::string sha256_hex(const std::string& bytes);
+// The SHA-256 of a file read in chunks; an error when it holds more than `limit` bytes.
+Expected<std::string> sha256_file(const std::string& path, uint64_t limit);
 bool is_dir(const std::string& path);
 void remove_tree(const std::string& path);
 // The last path component and its parent ("a/b/c/" -> "c", "a/b").

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "core/json_read.h"
 #include "core/npy.h"
 #include "core/report_html.h"
 
@@ -149,7 +150,7 @@ namespace {
 Expected<std::string> read_if_present(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return std::string();
-  return read_file(path);
+  return read_file_bounded(path, kMaxResultsBytes, "results.jsonl");
 }
 
 // read_results on the text of `path`.
@@ -163,16 +164,14 @@ Expected<std::vector<CaseResult>> parse_results(const std::string& text, const s
     const std::string line = text.substr(start, (complete ? newline : text.size()) - start);
     start = complete ? newline + 1 : text.size();
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
+    auto j = parse_json_bounded(line, fmt::format("{}: line {}", path, n));
+    if (!j) {
       // Only the last line can be cut short by a crash (every result is written as one line and
       // flushed); elsewhere a bad line is corruption, and dropping it would lose a verdict.
       if (!complete) break;
-      return parse_error(fmt::format("{}: line {}: malformed JSON: {}", path, n, e.what()));
+      return j.status();
     }
-    auto r = case_result_from_json(j);
+    auto r = case_result_from_json(*j);
     if (!r) return r.status().with_context(fmt::format("{}: line {}", path, n));
     if (auto [at, fresh] = line_of.emplace(r->id, n); !fresh) {
       return parse_error(fmt::format("{}: line {}: second result for case '{}' (first at line {}): two runs wrote "
@@ -386,26 +385,19 @@ Expected<RunInfoFile> read_run_info(const std::string& dir) {
   RunInfoFile f{dir + "/run.json", nullptr};
   struct stat st {};
   if (::stat(f.path.c_str(), &st) == 0) {
-    OPGATE_ASSIGN_OR_RETURN(std::string text, read_file(f.path));
-    try {
-      f.info = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-      return parse_error(fmt::format("{}: malformed JSON: {}", f.path, e.what()));
-    }
+    OPGATE_ASSIGN_OR_RETURN(f.info, read_json_file(f.path));
     if (!f.info.is_object()) return parse_error(fmt::format("{}: expected a JSON object", f.path));
     return f;
   }
   f.path = dir + "/summary.txt";
   if (::stat(f.path.c_str(), &st) != 0) return RunInfoFile{"", nullptr};
-  OPGATE_ASSIGN_OR_RETURN(std::string text, read_file(f.path));
+  OPGATE_ASSIGN_OR_RETURN(std::string text, read_file_bounded(f.path, kMaxResultsBytes, "summary.txt"));
   const std::string prefix = "opgate run ";
   const std::string first = text.substr(0, text.find('\n'));
-  try {
-    if (first.rfind(prefix, 0) != 0) throw std::invalid_argument("no run line");
-    f.info = nlohmann::json::parse(first.substr(prefix.size()));
-  } catch (const std::exception&) {
-    return parse_error(fmt::format("{}: line 1: expected 'opgate run <run info JSON>'", f.path));
-  }
+  auto info = first.rfind(prefix, 0) == 0 ? parse_json_bounded(first.substr(prefix.size()), f.path + ": line 1")
+                                          : Expected<nlohmann::json>(parse_error("no run line"));
+  if (!info) return parse_error(fmt::format("{}: line 1: expected 'opgate run <run info JSON>'", f.path));
+  f.info = std::move(*info);
   if (!f.info.is_object()) return parse_error(fmt::format("{}: line 1: expected a JSON object", f.path));
   return f;
 }

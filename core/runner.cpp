@@ -13,6 +13,7 @@
 #include "core/fill_override.h"
 #include "core/golden.h"
 #include "core/guard.h"
+#include "core/json_read.h"
 #include "core/op_registry.h"
 
 namespace opgate {
@@ -316,14 +317,12 @@ CaseResult run_case_isolated(const Case& c, Backend& backend, const RunOptions& 
       break;
   }
   const std::string& text = child.output;
-  try {
-    auto r = case_result_from_json(nlohmann::json::parse(text));
-    if (!r) return finish(base, Verdict::kCrashed, r.status().message(), t0);
-    r->case_json = base.case_json;
-    return *r;
-  } catch (const nlohmann::json::exception& e) {
-    return finish(base, Verdict::kCrashed, fmt::format("child result unreadable: {}", e.what()), t0);
-  }
+  auto j = parse_json_bounded(text, "child result");
+  if (!j) return finish(base, Verdict::kCrashed, "child result unreadable: " + j.status().message(), t0);
+  auto r = case_result_from_json(*j);
+  if (!r) return finish(base, Verdict::kCrashed, r.status().message(), t0);
+  r->case_json = base.case_json;
+  return *r;
 }
 
 std::string describe_result(const CaseResult& r, int max_points) {

@@ -94,27 +94,29 @@ inline std::string content_name(std::string_view bytes) { return fmt::format("{:
 inline std::string encode_case(const Case& c) { return case_to_json(c).dump(); }
 
 // The target that fuzzes `name`: an operator (stem, aclnn or short name), or a parser target
-// (case_json, npy, results_jsonl, with or without the fuzz_ prefix). "" if unknown.
+// (case_json, case_file, npy, results_jsonl, golden_folder, with or without the fuzz_ prefix). "" if unknown.
 inline std::string target_name(const std::string& name) {
   std::string bare = name.rfind("fuzz_", 0) == 0 ? name.substr(5) : name;
-  if (bare == "case_json" || bare == "npy" || bare == "results_jsonl") return "fuzz_" + bare;
+  for (const char* parser : {"case_json", "case_file", "npy", "results_jsonl", "golden_folder"}) {
+    if (bare == parser) return "fuzz_" + bare;
+  }
   const OpInfo* op = find_op(bare);
   return op == nullptr ? "" : "fuzz_" + op->stem;
 }
 
 // The error for a name target_name() does not know.
 inline Status unknown_target(const std::string& name) {
-  return parse_error(fmt::format("--op '{}': no such fuzz target (operators: {}; parsers: case_json, npy, "
-                                 "results_jsonl)", name, known_ops_text()));
+  return parse_error(fmt::format("--op '{}': no such fuzz target (operators: {}; parsers: case_json, case_file, "
+                                 "npy, results_jsonl, golden_folder)", name, known_ops_text()));
 }
 
 // Every target name: fuzz_<stem> for each operator in the build, then the parser targets.
 inline std::vector<std::string> all_target_names() {
   std::vector<std::string> out;
   for (const OpInfo& op : all_ops()) out.push_back("fuzz_" + op.stem);
-  out.push_back("fuzz_case_json");
-  out.push_back("fuzz_npy");
-  out.push_back("fuzz_results_jsonl");
+  for (const char* parser : {"fuzz_case_json", "fuzz_case_file", "fuzz_npy", "fuzz_results_jsonl", "fuzz_golden_folder"}) {
+    out.push_back(parser);
+  }
   return out;
 }
 

@@ -1,13 +1,16 @@
 // `opgate golden regen` and `verify` (golden-format.md); `diff` is in cmd_golden_diff.cpp.
+#include <algorithm>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "core/golden.h"
+#include "core/golden_folder.h"
 #include "core/op_registry.h"
 #include "core/version.h"
 #include "tools/cli_common.h"
+#include "tools/fail_line.h"
 #include "tools/commands.h"
 
 namespace opgate::cli {
@@ -51,7 +54,6 @@ Expected<std::vector<std::string>> selected_stems(const Selection& sel, const st
   return std::vector<std::string>(stems.begin(), stems.end());
 }
 
-
 }  // namespace
 
 void add_golden(CLI::App& app, int& exit_code) {
@@ -73,13 +75,13 @@ void add_golden(CLI::App& app, int& exit_code) {
     const std::string root = repo_root(o->root);
     auto cases = golden_cases(root, o->sel);
     if (!cases) {
-      exit_code = fail(cases.status());
+      exit_code = fail_line(cases.status());
       return;
     }
     // Only a regeneration of each operator's whole set knows which folders no case holds any more.
     auto shard = selected_shard(o->sel);
     if (!shard) {
-      exit_code = fail(shard.status());
+      exit_code = fail_line(shard.status());
       return;
     }
     const bool whole_sets = o->sel.files.empty() && o->sel.filter.empty() && shard->second == 1;
@@ -87,22 +89,52 @@ void add_golden(CLI::App& app, int& exit_code) {
     // Golden case ids by operator stem. An operator without any case read (no smoke or regression
     // file under this root) has no entry, so its folders are never taken for stale.
     std::map<std::string, std::set<std::string>> golden_ids;
+    std::vector<const Case*> todo;
+    std::vector<std::string> skipped;
     for (const auto& c : *cases) {
       std::set<std::string>& ids = golden_ids[c.op];
-      if (c.expect != 0) continue;  // rejected calls have no outputs to freeze
-      Status st = regenerate_golden(out, c, harness_version());
-      if (!st.is_ok()) {
-        exit_code = fail(st);
-        return;
+      if (c.expect != 0) {  // rejected calls have no outputs to freeze
+        skipped.push_back(fmt::format("skipped {}: expects aclnn code {} (a rejected call has no outputs)",
+                                      case_where(c), c.expect));
+        continue;
       }
       ids.insert(c.id);
-      fmt::print("wrote {}\n", golden_case_dir(out, c.op, c.id));
+      todo.push_back(&c);
+    }
+    if (todo.empty()) {
+      exit_code = fail_line(parse_error(
+          cases->empty() ? "golden regen: the selection holds no case (check --op, --cases and --filter)"
+                         : fmt::format("golden regen: nothing to regenerate: all {} selected case(s) expect an aclnn "
+                                       "error code, and rejected calls have no golden files",
+                                       cases->size())));
+      return;
+    }
+    // Every case is checked before any folder is written: a bad case must not leave a
+    // regeneration half applied.
+    for (const Case* c : todo) {
+      auto checked = golden_folder::checked_inputs(*c);
+      if (!checked) {
+        exit_code = fail_line(checked.status());
+        return;
+      }
+    }
+    for (const auto& [stem, ids] : golden_ids) {
+      for (const auto& line : clean_golden_leftovers(out, stem)) fmt::print("{}\n", line);
+    }
+    for (const auto& line : skipped) fmt::print("{}\n", line);
+    for (const Case* c : todo) {
+      Status st = regenerate_golden(out, *c, harness_version());
+      if (!st.is_ok()) {
+        exit_code = fail_line(st.with_context(case_where(*c)));
+        return;
+      }
+      fmt::print("wrote {}\n", golden_case_dir(out, c->op, c->id));
     }
     if (!whole_sets) return;
     for (const auto& [stem, ids] : golden_ids) {
       auto removed = remove_stale_golden(out, stem, ids);
       if (!removed) {
-        exit_code = fail(removed.status());
+        exit_code = fail_line(removed.status());
         return;
       }
       for (const auto& dir : *removed) fmt::print("removed {}\n", dir);
@@ -120,26 +152,57 @@ void add_golden(CLI::App& app, int& exit_code) {
     // Each folder is checked against the case of its id in these (DESIGN: golden = smoke + regression).
     auto current = golden_cases(repo_root(o->root), o->sel);
     if (!current) {
-      exit_code = fail(current.status());
+      exit_code = fail_line(current.status());
       return;
     }
-    // Only the operators the case files cover: another operator's folders are not "removed".
-    std::vector<std::string> dirs;
-    if (o->sel.ops.empty() && o->sel.files.empty()) {
-      dirs = list_golden_dirs(root);
-    } else {
-      auto stems = selected_stems(o->sel, *current);
-      if (!stems) {
-        exit_code = fail(stems.status());
+    // As for `run`: a case file whose case does not make a problem (bad params, over
+    // --max-case-bytes) is bad input, exit 2, before any folder is judged by it.
+    for (const auto& c : *current) {
+      if (auto problem = make_problem(c); !problem) {
+        exit_code = fail_line(problem.status());
         return;
       }
-      for (const auto& stem : *stems) {
+    }
+    // Only the operators the case files cover: another operator's folders are not "removed".
+    std::vector<std::string> stems, dirs;
+    if (o->sel.ops.empty() && o->sel.files.empty()) {
+      for (const auto& op : all_ops()) stems.push_back(op.stem);
+      dirs = list_golden_dirs(root);  // folders of operators outside this build too
+    } else {
+      auto selected = selected_stems(o->sel, *current);
+      if (!selected) {
+        exit_code = fail_line(selected.status());
+        return;
+      }
+      stems = *selected;
+      for (const auto& stem : stems) {
         auto d = list_golden_dirs(root, stem);
         dirs.insert(dirs.end(), d.begin(), d.end());
       }
+      std::sort(dirs.begin(), dirs.end());
     }
-    if (dirs.empty()) {
-      exit_code = fail(io_error(fmt::format("{}: no golden cases found", root)));
+    // Every case golden files are made from must have its folder: `run --against golden` refuses
+    // a selection where one is missing.
+    std::vector<std::string> missing;
+    for (const auto& c : *current) {
+      if (c.expect != 0 || std::find(stems.begin(), stems.end(), c.op) == stems.end()) continue;
+      const std::string dir = golden_case_dir(root, c.op, c.id);
+      if (!std::binary_search(dirs.begin(), dirs.end(), dir)) {
+        missing.push_back(fmt::format("MISSING  {}: no golden folder for {}; run `opgate golden regen`", dir,
+                                      case_where(c)));
+      }
+    }
+    std::vector<std::string> leftovers;
+    for (const auto& stem : stems) {
+      for (const auto& l : find_golden_leftovers(root, stem)) {
+        leftovers.push_back(fmt::format(
+            "INTERRUPTED {}: {} of an interrupted regen (pid {}{}); `opgate golden regen --op {}` {}", l.path,
+            l.old ? "the previous folder of case '" + l.id + "', moved aside" : "a half-written folder",
+            l.pid, l.owner_running ? ", still running" : "", stem, l.old ? "recovers or removes it" : "removes it"));
+      }
+    }
+    if (dirs.empty() && missing.empty() && leftovers.empty()) {
+      exit_code = fail_line(io_error(fmt::format("{}: no golden cases found", root)));
       return;
     }
     int bad = 0;
@@ -155,8 +218,11 @@ void add_golden(CLI::App& app, int& exit_code) {
       fmt::print("MISMATCH {}: {}{}\n", dir, g.cause, also.empty() ? "" : also + ")");
       for (const auto& d : g.details) fmt::print("    {}\n", d);
     }
-    fmt::print("golden: {} case(s), {} ok, {} mismatched\n", dirs.size(), dirs.size() - static_cast<size_t>(bad), bad);
-    exit_code = bad > 0 ? 1 : 0;
+    for (const auto& line : missing) fmt::print("{}\n", line);
+    for (const auto& line : leftovers) fmt::print("{}\n", line);
+    fmt::print("golden: {} case(s), {} ok, {} mismatched, {} missing, {} interrupted regen(s)\n", dirs.size(),
+               dirs.size() - static_cast<size_t>(bad), bad, missing.size(), leftovers.size());
+    exit_code = bad > 0 || !missing.empty() || !leftovers.empty() ? 1 : 0;
   });
 
   add_golden_diff(golden, exit_code);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/json_read.h"
 #include "core/npy.h"
 #include "core/report.h"
 #include "tools/cli_common.h"
@@ -34,14 +35,11 @@ Expected<MergeInput> read_input(const std::string& dir) {
   for (auto& r : in.results) {
     if (!verdict_fails(r.verdict, true)) continue;
     // The failed/<id>.json of each shard carries the case; copy it instead of re-deriving it.
-    auto failed = read_file(dir + "/failed/" + r.id + ".json");
-    if (!failed) continue;
-    try {
-      r.case_json = nlohmann::json::parse(*failed);
-      r.case_json.erase("result");
-    } catch (const nlohmann::json::exception&) {
-      r.case_json = nullptr;
-    }
+    const std::string failed_path = dir + "/failed/" + r.id + ".json";
+    if (!fs::exists(failed_path)) continue;
+    auto failed = read_json_file(failed_path);
+    r.case_json = failed ? std::move(*failed) : nlohmann::json();
+    if (r.case_json.is_object()) r.case_json.erase("result");
   }
   return in;
 }

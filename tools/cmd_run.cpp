@@ -17,6 +17,7 @@
 #include "core/runner.h"
 #include "core/version.h"
 #include "tools/cli_common.h"
+#include "tools/fail_line.h"
 #include "tools/commands.h"
 
 namespace opgate::cli {
@@ -342,12 +343,12 @@ void add_repro(CLI::App& app, int& exit_code) {
     const size_t first = source->find_first_not_of(" \t\r\n");
     const bool is_text = first != std::string::npos && ((*source)[first] == '{' || (*source)[first] == '[');
     if (!is_file && !is_text) {
-      exit_code = fail(parse_error(fmt::format("{}: no such case file", *source)));
+      exit_code = fail_line(parse_error(fmt::format("{}: no such case file", *source)));
       return;
     }
     auto cases = is_file ? load_case_file(*source) : parse_cases_text(*source, "<command line>");
     if (!cases) {
-      exit_code = fail(cases.status());
+      exit_code = fail_line(cases.status());
       return;
     }
     const Case* chosen = nullptr;
@@ -355,23 +356,36 @@ void add_repro(CLI::App& app, int& exit_code) {
       if (id->empty() ? cases->size() == 1 : c.id == *id) chosen = &c;
     }
     if (cases->empty()) {
-      exit_code = fail(parse_error(fmt::format("{}: holds no cases", *source)));
+      exit_code = fail_line(parse_error(fmt::format("{}: holds no cases", *source)));
       return;
     }
     if (chosen == nullptr) {
-      exit_code = fail(parse_error(id->empty() ? fmt::format("{}: holds {} cases; choose one with --id", *source, cases->size())
+      exit_code = fail_line(parse_error(id->empty() ? fmt::format("{}: holds {} cases; choose one with --id", *source, cases->size())
                                                : fmt::format("{}: no case with id '{}'", *source, *id)));
+      return;
+    }
+    // Like `run`, a case that does not make a problem (bad params, over --max-case-bytes) is bad
+    // input: one line, exit 2, and nothing computed.
+    if (auto problem = make_problem(*chosen); !problem) {
+      exit_code = fail_line(problem.status());
       return;
     }
     auto backend = make_backend(f->backend);
     if (!backend) {
-      exit_code = fail(backend.status());
+      exit_code = fail_line(backend.status());
       return;
     }
     const std::string root = repo_root(f->root);
     RunOptions opt = run_options(*f, root);
     CaseResult r = run_case(*chosen, **backend, opt);
-    fmt::print("case {}\n{}\n", chosen->id, case_to_json(*chosen).dump(2));
+    // Bounded: a case may hold long values; the file has it whole.
+    constexpr size_t kMaxCaseDumpChars = 8000;
+    std::string dump = case_to_json(*chosen).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (dump.size() > kMaxCaseDumpChars) {
+      dump = fmt::format("{}\n... ({} more bytes; the whole case is in {})", dump.substr(0, kMaxCaseDumpChars),
+                         dump.size() - kMaxCaseDumpChars, is_file ? *source : "the command line");
+    }
+    fmt::print("case {}\n{}\n", chosen->id, dump);
     for (const auto& o : r.outputs) {
       fmt::print("\noutput {}: {} — {}\n  plan: {}\n  metrics: {}\n", o.value("name", "?"), o.value("check", "?"),
                  o.value("message", ""), o.value("plan", nlohmann::json()).dump(), o["metrics"].dump());

@@ -1,16 +1,54 @@
 // opgate: golden-reference validation and fuzzing harness for Ascend aclnn operators.
 // Sub-command dispatch; exit codes: 0 nothing failed, 1 a case failed, 2 usage or harness error.
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <new>
+#include <string>
+
 #include <fmt/format.h>
 
+#include "core/case.h"
 #include "core/version.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+// "123", "64M", "2G", "1T" (powers of 1024) -> bytes; 0 when malformed or zero.
+uint64_t parse_bytes(const std::string& text) {
+  if (text.empty() || text[0] < '0' || text[0] > '9') return 0;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0) return 0;
+  const std::string unit = end;
+  int shift = 0;
+  if (unit == "K" || unit == "KiB") shift = 10;
+  else if (unit == "M" || unit == "MiB") shift = 20;
+  else if (unit == "G" || unit == "GiB") shift = 30;
+  else if (unit == "T" || unit == "TiB") shift = 40;
+  else if (!unit.empty()) return 0;
+  if (shift > 0 && n > (~0ULL >> shift)) return 0;
+  return static_cast<uint64_t>(n) << shift;
+}
+
+int run_cli(int argc, char** argv) {
   CLI::App app{std::string("opgate ") + opgate::harness_version() +
                ": golden-reference validation and fuzzing harness for Ascend aclnn operators"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(opgate::harness_version()));
+  // Sub-commands inherit fallthrough, so `opgate golden regen --max-case-bytes 2G` reaches this.
+  app.fallthrough();
+  std::string max_case_bytes;
+  app.add_option("--max-case-bytes", max_case_bytes,
+                 "Refuse a case whose tensors need more host memory (e.g. 2G; default: a quarter of physical "
+                 "memory, " + opgate::bytes_text(opgate::default_max_case_bytes()) + ")")
+      ->check([](const std::string& v) {
+        return parse_bytes(v) == 0 ? std::string("not a positive byte count like 512M or 2G") : std::string();
+      })
+      ->each([](const std::string& v) { opgate::set_max_case_bytes(parse_bytes(v)); });
   int exit_code = 0;
   opgate::cli::add_list(app, exit_code);
   opgate::cli::add_run(app, exit_code);
@@ -35,4 +73,26 @@ int main(int argc, char** argv) {
     return opgate::cli::kExitUsage;
   }
   return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Whatever escapes a sub-command (an allocation that failed after all, a library throwing on
+  // input no check foresaw) ends as one line and exit 2, never as an abort with a core dump.
+  try {
+    return run_cli(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fputs("opgate: error: out of memory (lower the input size or raise --max-case-bytes only if the "
+               "machine has the memory)\n",
+               stderr);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    for (char& ch : what) ch = ch == '\n' ? ' ' : ch;
+    if (what.size() > 300) what = what.substr(0, 300) + "...";
+    fmt::print(stderr, "opgate: error: internal error: {}\n", what);
+  } catch (...) {
+    std::fputs("opgate: error: internal error: unknown exception\n", stderr);
+  }
+  return opgate::cli::kExitUsage;
 }

@@ -1,5 +1,7 @@
 // Case loading: ids are safe file names, unique per file and across every tier of the repository,
 // and errors about a loaded case share one "<file>: cases[i]: case '<id>':" prefix.
+#include <unistd.h>
+
 #include <filesystem>
 #include <map>
 #include <string>
@@ -113,6 +115,95 @@ TEST(RepositoryCases, every_id_is_unique_across_all_tiers_and_operators) {
     }
   }
   EXPECT_GE(files, 4u);
+}
+
+}  // namespace
+}  // namespace opgate
+
+namespace opgate {
+namespace {
+
+// Restores the default --max-case-bytes after a test sets it.
+struct MaxCaseBytes {
+  explicit MaxCaseBytes(uint64_t bytes) { set_max_case_bytes(bytes); }
+  ~MaxCaseBytes() { set_max_case_bytes(0); }
+};
+
+Case one_case(const std::string& params, const std::string& extra = "") {
+  auto cases = parse_cases_text(file_with(R"({"id": "mfrg.size.f32", "params": )" + params + extra + "}"), kFile);
+  EXPECT_TRUE(cases) << cases.status().message();
+  return cases->front();
+}
+
+TEST(CaseSize, a_case_over_max_case_bytes_is_refused_naming_file_case_and_both_sizes) {
+  // R=2^20, H=2^16 float32: gradY alone is 2^36 elements, 256 GiB.
+  const Case huge = one_case(R"({"dtype": "float32", "R": 1048576, "K": 64, "H": 65536, "scales": true})");
+  auto p = make_problem(huge);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidCase);
+  EXPECT_NE(p.status().message().find(std::string(kFile) + ": cases[0]: case 'mfrg.size.f32': field 'params': the "
+                                                           "case needs "),
+            std::string::npos)
+      << p.status().message();
+  EXPECT_NE(p.status().message().find("over --max-case-bytes"), std::string::npos);
+}
+
+TEST(CaseSize, dimensions_whose_product_overflows_saturate_instead_of_wrapping) {
+  // 2^40 * 2^40 wraps to 0 in 64 bits; a wrapped size would pass any limit.
+  const Case wraps = one_case(R"({"dtype": "float32", "R": 1099511627776, "H": 1099511627776})");
+  auto problem = make_problem(wraps);
+  // Refused by the params range or by the size: either way before any allocation.
+  ASSERT_FALSE(problem) << "a case of 2^80 elements was accepted";
+  EXPECT_NE(problem.status().message().find("mfrg.size.f32"), std::string::npos);
+}
+
+TEST(CaseSize, the_limit_counts_three_device_copies_and_two_doubles_per_element) {
+  // R=4, H=16, K=1, float32, no scales or bias: gradY [4,16] and gradExpandedXOut [4,16] float32,
+  // expandedRowIdx [4] int32 (plus whatever optional tensors are absent). gradY alone costs
+  // 64 * (3*4 + 16) = 1792 bytes, so a 1000-byte limit refuses the case and 1 MiB admits it.
+  const Case small = one_case(R"({"dtype": "float32", "R": 4, "H": 16, "expertNum": 2})");
+  {
+    MaxCaseBytes limit(1000);
+    EXPECT_FALSE(make_problem(small));
+  }
+  {
+    MaxCaseBytes limit(1 << 20);
+    auto p = make_problem(small);
+    ASSERT_TRUE(p) << p.status().message();
+    EXPECT_GE(case_bytes(**p), 2u * 1792u + 4u * (3 * 4 + 16));
+    EXPECT_LT(case_bytes(**p), 1u << 20);
+  }
+}
+
+TEST(CaseSize, a_call_the_operator_rejects_is_never_filled_so_its_size_does_not_matter) {
+  const Case rejected = one_case(R"({"dtype": "float32", "R": 1048576, "K": 64, "H": 65536, "scales": true})",
+                                 R"(, "tensors": {"gradY": {"dtype": "int32"}}, "expect": 161002)");
+  auto p = make_problem(rejected);
+  ASSERT_TRUE(p) << p.status().message();
+  EXPECT_EQ((*p)->validate().aclnn_code(), 161002);
+}
+
+TEST(CaseSize, the_default_is_a_quarter_of_physical_memory) {
+  const uint64_t phys = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+  EXPECT_LE(default_max_case_bytes(), phys / 4);
+  EXPECT_GE(default_max_case_bytes(), phys / 4 - static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE)));
+  EXPECT_EQ(max_case_bytes(), default_max_case_bytes());
+}
+
+TEST(CaseFile, duplicate_keys_and_a_bom_are_refused_naming_the_file) {
+  auto dup = parse_cases_text(file_with(R"({"id": "mfrg.a.f32", "seed": 1, "seed": 2})"), kFile);
+  ASSERT_FALSE(dup);
+  EXPECT_EQ(dup.status().message(),
+            std::string(kFile) + ": field 'cases[0].seed': duplicate key 'seed' (each key may occur once per object)");
+  auto bom = parse_cases_text("\xEF\xBB\xBF" + file_with(case_with_id("mfrg.a.f32")), kFile);
+  ASSERT_FALSE(bom);
+  EXPECT_NE(bom.status().message().find("byte-order mark"), std::string::npos);
+}
+
+TEST(CaseFile, dev_zero_is_refused_by_its_size) {
+  auto cases = load_case_file("/dev/zero");
+  ASSERT_FALSE(cases);
+  EXPECT_EQ(cases.status().message(), "/dev/zero: more than 8388608 bytes, over the 8 MiB case file size limit");
 }
 
 }  // namespace

@@ -237,3 +237,79 @@ TEST_F(Golden, a_run_against_a_corrupted_golden_is_no_device_verdict) {
 
 }  // namespace
 }  // namespace opgate
+
+namespace opgate {
+namespace {
+
+TEST_F(Golden, stray_and_temporary_files_are_named_and_do_not_stop_verification) {
+  std::ofstream(dir_ + "/notes.txt") << "hello";
+  std::ofstream(dir_ + "/inputs/gradY.npy.tmp.123.0") << "x";
+  std::ofstream(dir_ + "/expected/readme") << "x";
+  const std::vector<std::string> strays = stray_golden_files(dir_);
+  ASSERT_EQ(strays.size(), 3u);
+  EXPECT_EQ(strays[0].rfind(dir_ + "/expected/readme: stray file", 0), 0u) << strays[0];
+  EXPECT_EQ(strays[1], dir_ + "/inputs/gradY.npy.tmp.123.0: temporary file of an interrupted write");
+  EXPECT_EQ(strays[2].rfind(dir_ + "/notes.txt: stray file", 0), 0u) << strays[2];
+  const GoldenCheck check = verify_golden(dir_, cases_);
+  EXPECT_EQ(check.cause, "stray file");
+  EXPECT_EQ(check.causes.size(), 1u);  // the tensors still verify
+  EXPECT_TRUE(read_golden(dir_));      // a run is not blocked by them
+}
+
+TEST_F(Golden, an_interrupted_swap_is_found_and_moved_back_once_its_process_is_gone) {
+  // pid 2^31-1 never runs (pid_max is at most 2^22).
+  const std::string aside = fmt::format("{}/{}/.{}.old.2147483647", root_, kOp, kId);
+  ASSERT_EQ(rename(dir_.c_str(), aside.c_str()), 0);
+  const std::string half = fmt::format("{}/{}/.{}.tmp.2147483647", root_, kOp, kId);
+  std::filesystem::create_directories(half);
+  const auto found = find_golden_leftovers(root_, kOp);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].path, aside);
+  EXPECT_TRUE(found[0].old);
+  EXPECT_EQ(found[0].id, kId);
+  EXPECT_EQ(found[0].pid, 2147483647);
+  EXPECT_FALSE(found[0].owner_running);
+  EXPECT_EQ(found[1].path, half);
+  EXPECT_FALSE(found[1].old);
+  EXPECT_TRUE(list_golden_dirs(root_, kOp).empty());
+  const auto lines = clean_golden_leftovers(root_, kOp);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].rfind("recovered " + dir_ + " from " + aside, 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("removed leftover " + half, 0), 0u) << lines[1];
+  EXPECT_TRUE(find_golden_leftovers(root_, kOp).empty());
+  EXPECT_TRUE(verify_golden(dir_, cases_).ok);
+}
+
+TEST_F(Golden, a_leftover_of_a_running_regen_is_left_alone) {
+  const std::string aside = fmt::format("{}/{}/.{}.old.{}", root_, kOp, "mfrg.other.f16.001", getppid());
+  std::filesystem::create_directories(aside);
+  const auto lines = clean_golden_leftovers(root_, kOp);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].rfind("skipped " + aside + ": the regen that made it", 0), 0u) << lines[0];
+  EXPECT_TRUE(std::filesystem::exists(aside));
+}
+
+TEST_F(Golden, an_endless_tensor_file_is_corrupted_not_read_whole) {
+  const std::string npy = dir_ + "/inputs/gradY.npy";
+  std::filesystem::remove(npy);
+  std::filesystem::create_symlink("/dev/zero", npy);
+  set_max_case_bytes(uint64_t{1} << 20);
+  auto g = read_golden(dir_);
+  set_max_case_bytes(0);
+  ASSERT_FALSE(g);
+  EXPECT_NE(g.status().message().find(npy + ": more than 1.0 MiB, over --max-case-bytes"), std::string::npos)
+      << g.status().message();
+}
+
+TEST_F(Golden, a_deep_or_duplicated_case_json_is_unreadable_naming_the_limit) {
+  std::ofstream(dir_ + "/case.json") << std::string(100000, '[') << std::string(100000, ']');
+  GoldenCheck deep = verify_golden(dir_, cases_);
+  EXPECT_EQ(deep.cause, "unreadable");
+  EXPECT_TRUE(mentions(deep.details, "nested deeper than 64 levels")) << deep.details[0];
+  std::ofstream(dir_ + "/case.json") << R"({"id": "x", "id": "y"})";
+  GoldenCheck dup = verify_golden(dir_, cases_);
+  EXPECT_TRUE(mentions(dup.details, "duplicate key 'id'")) << dup.details[0];
+}
+
+}  // namespace
+}  // namespace opgate

@@ -73,7 +73,8 @@ TEST(FuzzInput, target_names) {
   EXPECT_EQ(target_name("nope"), "");
   EXPECT_EQ(target_op("fuzz_npy"), nullptr);
   EXPECT_EQ(target_name("results_jsonl"), "fuzz_results_jsonl");
-  EXPECT_EQ(all_target_names().size(), all_ops().size() + 3);
+  EXPECT_EQ(target_name("golden_folder"), "fuzz_golden_folder");
+  EXPECT_EQ(all_target_names().size(), all_ops().size() + 5);
 }
 
 TEST(LibFuzzerLog, finding_kinds) {

@@ -1,0 +1,43 @@
+// The one JSON reader for every file opgate reads (case files, golden case.json and manifest.json,
+// results.jsonl lines, run.json, baseline.json, failed/<id>.json, the case child's result pipe).
+// Hostile input must cost at most a bounded amount of memory and stack, so every document is read
+// under three limits, each named in its error together with the file and the JSON path:
+//   - size: at most kMaxJsonBytes; a file is read up to limit+1 bytes and never held whole, so
+//     /dev/zero or a 200 MB file is rejected after reading 8 MiB;
+//   - depth: at most kMaxJsonDepth nested arrays/objects (opgate's own files need 6; a deep
+//     document would otherwise recurse off the stack when copied, compared or printed);
+//   - duplicate keys are errors (nlohmann keeps the last one silently).
+// A UTF-8 byte-order mark is rejected with its own message: opgate never writes one, and
+// accepting it for some readers and not others would make the same file mean different things.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace opgate {
+
+// 8 MiB: the largest case file in the repository is 20 KB, a results.jsonl line a few KB. The
+// parsed form of a hostile document costs up to ~40x its text (measured: 16 MiB of "[]," took
+// 663 MB in `golden regen`), so 8 MiB keeps the worst case near 330 MB, well under the 1 GB every
+// command must stay within.
+constexpr size_t kMaxJsonBytes = size_t{8} << 20;
+// 64 levels: opgate's deepest document (a results.jsonl line) nests 6.
+constexpr int kMaxJsonDepth = 64;
+// Whole results.jsonl files are read line by line, each line under kMaxJsonBytes; the file itself
+// is bounded too (a nightly run writes well under 10 MB).
+constexpr size_t kMaxResultsBytes = size_t{256} << 20;
+
+// Parses `text` under the limits; `origin` (a path, "file: line 3", ...) prefixes every error.
+Expected<nlohmann::json> parse_json_bounded(std::string_view text, const std::string& origin);
+// Reads `path` (at most kMaxJsonBytes + 1 bytes) and parses it.
+Expected<nlohmann::json> read_json_file(const std::string& path);
+// Reads at most `limit` bytes of `path`; a larger file (or an endless one like /dev/zero) is an
+// error naming `what` and the limit, found by reading limit+1 bytes or from the file's size.
+Expected<std::string> read_file_bounded(const std::string& path, size_t limit, const char* what);
+
+}  // namespace opgate

@@ -1,0 +1,68 @@
+// libFuzzer target for the golden-folder readers behind `opgate golden verify` and `opgate run
+// --against golden` (issue 13): the input is case.json, a NUL byte, then manifest.json, written into
+// a folder golden/<stem>/<id>/; read_golden and verify_golden must return an error naming a file of
+// the folder (or, for verify, a cause), never crash, whatever the two files hold.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/case.h"
+#include "core/golden.h"
+#include "fuzz/op_target.h"
+
+namespace {
+
+constexpr const char* kTarget = "fuzz_golden_folder";
+// The folder name the seed's case.json and manifest.json agree with, so mutations reach past the
+// folder checks.
+constexpr const char* kStem = "moe_finalize_routing_v2_grad";
+constexpr const char* kId = "mfrg.copy_no_scales.f32.001";
+
+std::string make_folder() {
+  char root[] = "/tmp/opgate_fuzz_golden.XXXXXX";
+  if (mkdtemp(root) == nullptr) std::abort();
+  const std::string dir = fmt::format("{}/{}/{}", root, kStem, kId);
+  mkdir(fmt::format("{}/{}", root, kStem).c_str(), 0755);
+  mkdir(dir.c_str(), 0755);
+  // A case may need at most this much here: the fuzzer runs under ASan with a 2 GB RSS limit.
+  opgate::set_max_case_bytes(uint64_t{64} << 20);
+  return dir;
+}
+
+void write(const std::string& path, const char* data, size_t size) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) std::abort();
+  if (size > 0 && std::fwrite(data, 1, size, f) != size) std::abort();
+  std::fclose(f);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using opgate::fuzz::report_finding;
+  static const std::string dir = make_folder();
+  const char* text = reinterpret_cast<const char*>(data);
+  size_t split = 0;
+  while (split < size && text[split] != '\0') ++split;
+  write(dir + "/case.json", text, split);
+  write(dir + "/manifest.json", text + std::min(split + 1, size), size - std::min(split + 1, size));
+
+  auto golden = opgate::read_golden(dir);
+  if (!golden && golden.status().message().rfind(dir, 0) != 0) {
+    report_finding(kTarget, "error-without-file", "read_golden's error does not start with the folder: " +
+                                                      golden.status().message());
+  }
+  opgate::Case current;
+  current.id = kId;
+  current.op = kStem;
+  const opgate::GoldenCheck check = opgate::verify_golden(dir, {current});
+  if (!check.ok && (check.cause.empty() || check.details.empty())) {
+    report_finding(kTarget, "mismatch-without-cause", "verify_golden fails without naming a cause");
+  }
+  return 0;
+}
