@@ -30,7 +30,8 @@ std::string one_line(std::string s, size_t max = 240) {
 
 class BoundedSax {
  public:
-  BoundedSax(json& root, const std::string& origin) : dom_(root, /*allow_exceptions=*/false), origin_(origin) {}
+  BoundedSax(json& root, const std::string& origin, JsonBudget* budget)
+      : dom_(root, /*allow_exceptions=*/false), origin_(origin), budget_(budget) {}
 
   bool null() { return value() && dom_.null(); }
   bool boolean(bool v) { return value() && dom_.boolean(v); }
@@ -65,7 +66,7 @@ class BoundedSax {
     if (const size_t close = what.find("] "); what.rfind("[json.exception.", 0) == 0 && close != std::string::npos) {
       what = what.substr(close + 2);
     }
-    error_ = fmt::format("{}: malformed JSON at byte {}: {}", origin_, position, one_line(what));
+    error_ = fmt::format("{}: malformed JSON: at byte {}: {}", origin_, position, one_line(what));
     return false;
   }
 
@@ -82,10 +83,16 @@ class BoundedSax {
   // A value begins: inside an array it is the next element.
   bool value() {
     if (!levels_.empty() && !levels_.back().object) ++levels_.back().count;
+    if (budget_ != nullptr) {
+      if (budget_->values_left == 0) {
+        return fail(fmt::format("more JSON values than the {} allows", budget_->what));
+      }
+      --budget_->values_left;
+    }
     return true;
   }
   bool open(bool object) {
-    value();
+    if (!value()) return false;
     if (levels_.size() >= static_cast<size_t>(kMaxJsonDepth)) {
       return fail(fmt::format("nested deeper than {} levels (JSON depth limit)", kMaxJsonDepth));
     }
@@ -112,6 +119,7 @@ class BoundedSax {
 
   nlohmann::detail::json_sax_dom_parser<json> dom_;
   std::string origin_;
+  JsonBudget* budget_;
   std::vector<Level> levels_;
   std::string error_;
 };
@@ -120,7 +128,7 @@ std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
 
-Expected<nlohmann::json> parse_json_bounded(std::string_view text, const std::string& origin) {
+Expected<nlohmann::json> parse_json_bounded(std::string_view text, const std::string& origin, JsonBudget* budget) {
   if (text.size() > kMaxJsonBytes) {
     return parse_error(fmt::format("{}: {} bytes, over the {} MiB JSON size limit", origin, text.size(),
                                    kMaxJsonBytes >> 20));
@@ -129,7 +137,7 @@ Expected<nlohmann::json> parse_json_bounded(std::string_view text, const std::st
     return parse_error(origin + ": starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM");
   }
   json root;
-  BoundedSax sax(root, origin);
+  BoundedSax sax(root, origin, budget);
   const char* begin = text.data();
   bool ok = false;
   try {

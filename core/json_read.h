@@ -28,12 +28,22 @@ namespace opgate {
 constexpr size_t kMaxJsonBytes = size_t{8} << 20;
 // 64 levels: opgate's deepest document (a results.jsonl line) nests 6.
 constexpr int kMaxJsonDepth = 64;
-// Whole results.jsonl files are read line by line, each line under kMaxJsonBytes; the file itself
-// is bounded too (a nightly run writes well under 10 MB).
-constexpr size_t kMaxResultsBytes = size_t{256} << 20;
+// results.jsonl is read whole and every line is kept parsed, so the file has limits of its own: at
+// most 128 MiB of text and 4 Mi JSON values over all its lines (a real result line holds ~80 values
+// in ~1.3 KB, so that is ~50,000 results; parsed values cost at most ~80 bytes each: 320 MB).
+constexpr size_t kMaxResultsBytes = size_t{128} << 20;
+constexpr size_t kMaxResultsValues = size_t{4} << 20;
+
+// A number of JSON values several documents share (the lines of one results.jsonl).
+struct JsonBudget {
+  size_t values_left;
+  const char* what;  // names the limit in the error: "results.jsonl value limit"
+};
 
 // Parses `text` under the limits; `origin` (a path, "file: line 3", ...) prefixes every error.
-Expected<nlohmann::json> parse_json_bounded(std::string_view text, const std::string& origin);
+// With a budget, every value parsed counts against it.
+Expected<nlohmann::json> parse_json_bounded(std::string_view text, const std::string& origin,
+                                            JsonBudget* budget = nullptr);
 // Reads `path` (at most kMaxJsonBytes + 1 bytes) and parses it.
 Expected<nlohmann::json> read_json_file(const std::string& path);
 // Reads at most `limit` bytes of `path`; a larger file (or an endless one like /dev/zero) is an

@@ -157,6 +157,7 @@ Expected<std::string> read_if_present(const std::string& path) {
 Expected<std::vector<CaseResult>> parse_results(const std::string& text, const std::string& path) {
   std::vector<CaseResult> out;
   std::map<std::string, int64_t> line_of;  // case id -> its line, for second results
+  JsonBudget budget{kMaxResultsValues, "results.jsonl limit (4 Mi values in the file)"};
   size_t start = 0;
   for (int64_t n = 1; start < text.size(); ++n) {
     const size_t newline = text.find('\n', start);
@@ -164,7 +165,7 @@ Expected<std::vector<CaseResult>> parse_results(const std::string& text, const s
     const std::string line = text.substr(start, (complete ? newline : text.size()) - start);
     start = complete ? newline + 1 : text.size();
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto j = parse_json_bounded(line, fmt::format("{}: line {}", path, n));
+    auto j = parse_json_bounded(line, fmt::format("{}: line {}", path, n), &budget);
     if (!j) {
       // Only the last line can be cut short by a crash (every result is written as one line and
       // flushed); elsewhere a bad line is corruption, and dropping it would lose a verdict.

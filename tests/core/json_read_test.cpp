@@ -50,10 +50,10 @@ TEST(JsonRead, a_byte_order_mark_is_refused_with_its_own_message) {
 
 TEST(JsonRead, malformed_text_names_the_byte_on_one_line) {
   const std::string msg = error_of("{\"a\": [1, 2,\n\n 3 x]}");
-  EXPECT_EQ(msg.rfind("f.json: malformed JSON at byte ", 0), 0u) << msg;
+  EXPECT_EQ(msg.rfind("f.json: malformed JSON: at byte ", 0), 0u) << msg;
   EXPECT_NE(msg.find("line 3"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos);
-  EXPECT_NE(error_of("1e999").find("malformed JSON at byte"), std::string::npos);
+  EXPECT_NE(error_of("1e999").find("malformed JSON: at byte"), std::string::npos);
   EXPECT_NE(error_of("").find("unexpected end of input"), std::string::npos);
   // A 1 MB unterminated string: the error quotes none of it at length.
   EXPECT_LT(error_of("\"" + std::string(1 << 20, 'x')).size(), 400u);
@@ -62,6 +62,18 @@ TEST(JsonRead, malformed_text_names_the_byte_on_one_line) {
 TEST(JsonRead, text_over_the_size_limit_is_refused_before_parsing) {
   const std::string big(kMaxJsonBytes + 1, ' ');
   EXPECT_EQ(error_of(big), "f.json: 8388609 bytes, over the 8 MiB JSON size limit");
+}
+
+TEST(JsonRead, a_shared_budget_counts_every_value_of_every_document) {
+  // [1,[2,3]] holds five values: the outer array, 1, the inner array, 2 and 3.
+  JsonBudget budget{7, "test budget"};
+  EXPECT_TRUE(parse_json_bounded("[1,[2,3]]", "a", &budget));
+  EXPECT_EQ(budget.values_left, 2u);
+  EXPECT_TRUE(parse_json_bounded("{\"k\":1}", "b", &budget));  // the object and 1
+  EXPECT_EQ(budget.values_left, 0u);
+  auto over = parse_json_bounded("7", "c", &budget);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.status().message(), "c: more JSON values than the test budget allows");
 }
 
 class BoundedFile : public ::testing::Test {

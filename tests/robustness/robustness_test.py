@@ -12,6 +12,7 @@ children). Small inputs are checked in under corpus/; large ones (deep nesting, 
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ MEMORY_LIMIT_KB = 1 << 20  # 1 GB
 
 failures = []
 passes = 0
+commands = 0
 peak = (0, "")  # (kB, what)
 GOOD_CASE = {"id": "mfrg.robust.f32.001", "params": {"dtype": "float32", "R": 4, "H": 16, "expertNum": 2},
              "seed": 1, "fill": "exact"}
@@ -53,8 +55,8 @@ def check(what, ok, detail=""):
 
 def expect(what, args, code, pattern=None, names=None, stream="stderr", cwd=None):
     """One command: exit code, one stderr line (for exit 2), the line names `names` and matches pattern."""
-    global peak
-    import re
+    global peak, commands
+    commands += 1
     rc, out, err, rss = opgate(args, cwd)
     if rss > peak[0]:
         peak = (rss, what)
@@ -258,6 +260,11 @@ for label, doc in bad_documents.items():
     reports.append((f"results.jsonl {label}", corrupt_report("r_" + label, results=doc + "\n" + good_line), "results.jsonl"))
     reports.append((f"run.json {label}", corrupt_report("j_" + label, run_json=doc + "\n"), "run.json"))
 reports.append(("results.jsonl 300 MB", corrupt_report("r_huge", truncate_results=300 << 20), "results.jsonl"))
+# Under the file's size limit, every line under the document limit, but far more values than the
+# file may hold: 12 lines of 8 MB of empty arrays (each line alone is accepted).
+spam = '{"id": "x", "verdict": "PASSED", "outputs": [' + "[]," * ((8 << 20) // 3 - 40) + '[]]}\n'
+reports.append(("results.jsonl of 96 MB of values", corrupt_report("r_values", results=good_line + spam * 12),
+                "results.jsonl limit"))
 reports.append(("run.json 200 MB", corrupt_report("j_huge", run_json=""), "run.json"))
 os.truncate(os.path.join(reports[-1][1], "run.json"), 200 << 20)
 for label, d, names in reports:
@@ -274,6 +281,6 @@ for label, d, names in reports:
     check(f"{label}: report folder unchanged", tree_digest(d) == before)
     shutil.rmtree(d)
 
-print(f"robustness: {passes} checks passed, {len(failures)} failed; corpus: {corpus_count} checked-in case files "
+print(f"robustness: {commands} commands, {passes} checks passed, {len(failures)} failed; corpus: {corpus_count} checked-in case files "
       f"plus generated inputs; peak memory {peak[0] // 1024} MB ({peak[1]})")
 sys.exit(1 if failures else 0)
