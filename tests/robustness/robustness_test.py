@@ -154,10 +154,9 @@ big = os.path.join(BIG, "cases_200mb.json")
 with open(big, "w") as f:
     f.write('{"op": "moe_finalize_routing_v2_grad", "cases": [\n')
     one = json.dumps(GOOD_CASE)
-    n = 0
-    while f.tell() < 200 << 20:
-        f.write(one.replace("mfrg.robust.f32.001", f"mfrg.robust.f32.{n}") + ",\n")
-        n += 1
+    chunk = "".join(one.replace("mfrg.robust.f32.001", f"mfrg.robust.f32.{n}") + ",\n" for n in range(8000))
+    for block in range((200 << 20) // len(chunk) + 1):  # distinct ids in every block
+        f.write(chunk.replace("mfrg.robust.f32.", f"mfrg.robust{block}.f32."))
     f.write(json.dumps(dict(GOOD_CASE, id="mfrg.last.f32", seed="one")) + "]}\n")
 case_entry_points(big, "over the 8 MiB case file size limit", "200 MB case file")
 os.remove(big)
