@@ -198,7 +198,10 @@ Expected<TensorMap> checked_inputs(const Case& c) {
     return invalid_case(fmt::format("{}: golden cases must be valid calls: {}", case_where(c), valid.message()));
   }
   auto inputs = fill_case_inputs(*problem, c);
-  if (!inputs) return inputs.status().with_context(case_where(c));
+  if (!inputs) {  // an override's error already names the case
+    const bool named = inputs.status().message().find(case_where(c)) != std::string::npos;
+    return named ? inputs.status() : inputs.status().with_context(case_where(c));
+  }
   Status data = problem->check_data(*inputs);
   if (!data.is_ok()) return data.with_context(case_where(c) + ": data checks");
   return inputs;
