@@ -166,5 +166,27 @@ expect_error 2 "case 'mfrg.nightly_not_golden.f16.001': .*no golden folder" \
   run --root "$WORK/repo" --op "$OP" --tier nightly --against golden --golden-root "$G" --out "$WORK/r_nightly"
 check "no report folder when a case has no golden folder" test ! -e "$WORK/r_nightly"
 
+# --- regen says what it skipped; verify names missing folders and interrupted swaps (issue 13) ---
+python3 -c "
+import json; json.dump({'op': '$OP', 'cases': [
+  {'id': 'mfrg.mixed_ok.f32.001', 'params': {'dtype': 'float32', 'R': 4, 'H': 16, 'expertNum': 2}, 'fill': 'exact'},
+  {'id': 'mfrg.mixed_reject.f32', 'params': {'R': 4}, 'tensors': {'gradY': {'dtype': 'int32'}}, 'expect': 161002}]},
+  open('$WORK/mixed.json', 'w'))"
+M="$WORK/golden_mixed"
+"$OPGATE" golden regen --cases "$WORK/mixed.json" --out "$M" >"$WORK/regen.txt" 2>&1
+check "regen of a mixed selection exits 0" test $? -eq 0
+check "regen says which case it skipped and why" \
+  grep -q "^skipped $WORK/mixed.json: cases\[1\]: case 'mfrg.mixed_reject.f32': expects aclnn code 161002" "$WORK/regen.txt"
+check "regen wrote the other" test -s "$M/$OP/mfrg.mixed_ok.f32.001/manifest.json"
+mv "$M/$OP/mfrg.mixed_ok.f32.001" "$M/$OP/.mfrg.mixed_ok.f32.001.old.2147483647"
+"$OPGATE" golden verify --cases "$WORK/mixed.json" --out "$M" >"$WORK/verify.txt" 2>&1
+check "verify fails on an interrupted swap" test $? -eq 1
+check "verify names the missing folder" grep -q "^MISSING  $M/$OP/mfrg.mixed_ok.f32.001: no golden folder" "$WORK/verify.txt"
+check "verify names the leftover" grep -q "^INTERRUPTED $M/$OP/.mfrg.mixed_ok.f32.001.old.2147483647" "$WORK/verify.txt"
+"$OPGATE" golden regen --cases "$WORK/mixed.json" --out "$M" >"$WORK/regen.txt" 2>&1
+check "regen recovers the swap" grep -q "^recovered $M/$OP/mfrg.mixed_ok.f32.001 from" "$WORK/regen.txt"
+"$OPGATE" golden verify --cases "$WORK/mixed.json" --out "$M" >/dev/null 2>&1
+check "after the recovery the folder verifies" test $? -eq 0
+
 echo "golden cli: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]
