@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
@@ -23,9 +24,20 @@ constexpr const char* kTarget = "fuzz_golden_folder";
 constexpr const char* kStem = "moe_finalize_routing_v2_grad";
 constexpr const char* kId = "mfrg.copy_no_scales.f32.001";
 
+// The scratch root, removed when the process exits normally.
+struct ScratchRoot {
+  std::string path;
+  ~ScratchRoot() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+ScratchRoot scratch;
+
 std::string make_folder() {
   char root[] = "/tmp/opgate_fuzz_golden.XXXXXX";
   if (mkdtemp(root) == nullptr) std::abort();
+  scratch.path = root;
   const std::string dir = fmt::format("{}/{}/{}", root, kStem, kId);
   mkdir(fmt::format("{}/{}", root, kStem).c_str(), 0755);
   mkdir(dir.c_str(), 0755);
