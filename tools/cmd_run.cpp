@@ -16,6 +16,7 @@
 #include "core/op_registry.h"
 #include "core/runner.h"
 #include "core/version.h"
+#include "reference/math/shared_parallel.h"
 #include "tools/cli_common.h"
 #include "tools/fail_line.h"
 #include "tools/commands.h"
@@ -55,6 +56,11 @@ void add_common(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--root", f.root, "Repository root holding cases/ and golden/");
   cmd->add_option("--timeout", f.timeout_s, "Per-case timeout in seconds (isolated runs)")
       ->check(CLI::Validator(positive_seconds, "SECONDS"));
+  // Results do not depend on it (math::parallel_for hands out independent output blocks).
+  cmd->add_option_function<int64_t>("--threads", [](const int64_t& n) { math::set_threads(n); },
+                                    "Threads for the references and emulators (default: the cores)")
+      ->envname("OPGATE_THREADS")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
 }
 
 RunOptions run_options(const RunFlags& f, const std::string& root) {
