@@ -11,6 +11,7 @@
 
 #include "reference/math/incre_flash_attention_v3_convert.h"
 #include "reference/math/incre_flash_attention_v3_parallel.h"
+#include "reference/math/shared_simd.h"
 
 namespace opgate::ref::incre_flash_attention_v3 {
 namespace {
@@ -113,67 +114,83 @@ void write_zero_row(const Shared& s, int64_t n, int64_t b) {
   }
 }
 
-// sum_d x_d y_d and sum_d |x_d y_d| in a fixed order: 8 interleaved lanes, then a fixed tree.
-void dot8(const double* x, const double* y, int64_t n, double* dot, double* mag) {
-  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  double lane_abs[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) {
-      const double v = x[i + j] * y[i + j];
-      lane[j] += v;
-      lane_abs[j] += std::fabs(v);
-    }
-  }
-  for (; i < n; ++i) {
-    const double v = x[i] * y[i];
-    lane[i % 8] += v;
-    lane_abs[i % 8] += std::fabs(v);
-  }
-  *dot = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-  *mag = ((lane_abs[0] + lane_abs[1]) + (lane_abs[2] + lane_abs[3])) +
-         ((lane_abs[4] + lane_abs[5]) + (lane_abs[6] + lane_abs[7]));
-}
+// Positions converted at a time: a tile of K or V rows stays in L2 (64 * D doubles).
+constexpr int64_t kTile = 64;
 
-// K and V rows of (b, n2) for t < len, dequantized; for int8 KV also |v_int8 * sv| and
-// sum_d |k_int8| for the error terms (float KV uses |v| and needs no key sums).
-struct Rows {
-  std::vector<double> k, v, vabs, kabs_sum;
+// K or V rows of (b, n2) for positions [t0, t0 + count), dequantized; for int8 KV also
+// |v_int8 * sv| and sum_d |k_int8| for the error terms (float KV uses |v| and needs no key sums).
+struct Tile {
+  std::vector<double> x, abs, abs_sum;
 };
 
-Rows load_rows(const Shared& s, int64_t b, int64_t n2, int64_t len) {
+void load_tile(const Shared& s, int64_t b, int64_t n2, int64_t t0, int64_t count, bool key, Tile& r) {
   const int64_t dd = s.d;
   const bool int8_kv = s.p.kv_dtype == DType::kI8;
   const size_t row0 = static_cast<size_t>(n2 * dd);
-  Rows r;
-  r.k.resize(static_cast<size_t>(len * dd));
-  r.v.resize(r.k.size());
-  r.kabs_sum.assign(static_cast<size_t>(len), 0.0);
-  const int64_t base = (b * s.n2 + n2) * s.cap * dd;
-  ifa_math::to_double(s.p.kv_dtype, s.key->data(), base, len * dd, r.k.data());
-  ifa_math::to_double(s.p.kv_dtype, s.value->data(), base, len * dd, r.v.data());
-  if (!int8_kv) return r;
-  r.vabs.resize(r.k.size());
-  for (int64_t t = 0; t < len; ++t) {
+  r.x.resize(static_cast<size_t>(kTile * dd));
+  const int64_t base = ((b * s.n2 + n2) * s.cap + t0) * dd;
+  ifa_math::to_double(s.p.kv_dtype, (key ? s.key : s.value)->data(), base, count * dd, r.x.data());
+  if (!int8_kv) return;
+  const std::vector<double>& scale = key ? s.aq.key_scale : s.aq.value_scale;
+  const std::vector<double>& offset = key ? s.aq.key_offset : s.aq.value_offset;
+  r.abs.resize(r.x.size());
+  r.abs_sum.assign(static_cast<size_t>(kTile), 0.0);
+  for (int64_t t = 0; t < count; ++t) {
     for (int64_t d = 0; d < dd; ++d) {
       const size_t i = static_cast<size_t>(t * dd + d);
       const size_t c = row0 + static_cast<size_t>(d);
-      r.kabs_sum[static_cast<size_t>(t)] += std::fabs(r.k[i]);
-      r.vabs[i] = std::fabs(r.v[i] * s.aq.value_scale[c]);
-      r.k[i] = (r.k[i] + s.aq.key_offset[c]) * s.aq.key_scale[c];
-      r.v[i] = (r.v[i] + s.aq.value_offset[c]) * s.aq.value_scale[c];
+      if (key) {
+        r.abs_sum[static_cast<size_t>(t)] += std::fabs(r.x[i]);
+      } else {
+        r.abs[i] = std::fabs(r.x[i] * scale[c]);
+      }
+      r.x[i] = (r.x[i] + offset[c]) * scale[c];
     }
   }
-  return r;
 }
 
-// Per query head of the group: q, the int8 key-side constants (A_d = q_d * sk_d, the dropped
-// offset term |scale * sum_d A_d off_d| and max |A_d|), scores and the softmax.
+// Per query head of the group: the int8 key-side constants (A_d = q_d * sk_d, the dropped offset
+// term |scale * sum_d A_d off_d| and max |A_d|), scores and the softmax.
 struct Head {
   const double* q = nullptr;
   double dropped = 0, amax = 0, m = -INFINITY, l = 0;
   std::vector<double> score, sigma, msd, prob, delta, o, cond, weighted, tail;
 };
+
+// Dot products of the group's query heads with every key row (8-lane fixed order, shared_simd.h)
+// give the scores, their magnitudes and the row maximum.
+void score_pass(const Shared& s, int64_t b, int64_t n2, int64_t len, double eps_msd, std::vector<Head>& heads,
+                std::vector<char>& masked) {
+  const Params& p = s.p;
+  const bool int8_kv = p.kv_dtype == DType::kI8;
+  const math::Kernels& kn = math::kernels();
+  const double* q = s.q.data() + (b * s.n + n2 * s.g) * s.d;
+  std::vector<double> dot(static_cast<size_t>(s.g)), mag(dot.size());
+  Tile tile;
+  for (int64_t t0 = 0; t0 < len; t0 += kTile) {
+    const int64_t count = std::min(kTile, len - t0);
+    load_tile(s, b, n2, t0, count, true, tile);
+    for (int64_t tt = 0; tt < count; ++tt) {
+      const int64_t t = t0 + tt;
+      const size_t ti = static_cast<size_t>(t);
+      masked[ti] = s.mask != nullptr && s.mask[b * p.mask_seq + t] != 0;
+      kn.dot8_abs(q, s.g, tile.x.data() + tt * s.d, s.d, dot.data(), mag.data());
+      const double kabs_sum = int8_kv ? tile.abs_sum[static_cast<size_t>(tt)] : 0.0;
+      for (int64_t g = 0; g < s.g; ++g) {
+        Head& h = heads[static_cast<size_t>(g)];
+        const int64_t pb = p.pse_batch == p.batch ? b : 0;
+        const double pse = s.pse.empty() ? 0.0 : s.pse[static_cast<size_t>((pb * s.n + n2 * s.g + g) * p.pse_seq + t)];
+        const double st = masked[ti] ? kMaskedScore : s.scale * dot[static_cast<size_t>(g)] + pse;
+        // int8: the kernel's dot product is sum_d A_d k_td (offset dropped), bounded by amax sum|k|.
+        const double kmag = int8_kv ? mag[static_cast<size_t>(g)] + h.amax * kabs_sum : mag[static_cast<size_t>(g)];
+        h.score[ti] = st;
+        h.sigma[ti] = std::fabs(s.scale) * kmag + std::fabs(pse);
+        h.msd[ti] = std::fabs(s.scale) * eps_msd * h.amax * kabs_sum;
+        h.m = std::max(h.m, st);
+      }
+    }
+  }
+}
 
 void compute_group(const Shared& s, int64_t b, int64_t n2) {
   const Params& p = s.p;
@@ -185,7 +202,7 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
   }
   const bool int8_kv = p.kv_dtype == DType::kI8;
   const size_t row0 = static_cast<size_t>(n2 * dd);
-  const Rows rows = load_rows(s, b, n2, len);
+  const math::Kernels& kn = math::kernels();
   // Tiles and flash-decode splits a kernel may use (tiles >= 512 positions, §1.4.7), and the
   // depth of its fp32 PV / row-sum accumulation (16-element cube steps, then tiles and splits).
   const double tiles = 2.0 * static_cast<double>(ceil_div(len, 512)) + 2;
@@ -211,24 +228,7 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
     for (auto* v : {&h.o, &h.cond, &h.weighted, &h.tail}) v->assign(D, 0.0);
   }
   std::vector<char> masked(L, 0);
-  for (int64_t t = 0; t < len; ++t) {
-    const size_t ti = static_cast<size_t>(t);
-    masked[ti] = s.mask != nullptr && s.mask[b * p.mask_seq + t] != 0;
-    for (int64_t g = 0; g < s.g; ++g) {
-      Head& h = heads[static_cast<size_t>(g)];
-      double dot = 0, mag = 0;
-      dot8(h.q, rows.k.data() + t * dd, dd, &dot, &mag);
-      const int64_t pb = p.pse_batch == p.batch ? b : 0;
-      const double pse = s.pse.empty() ? 0.0 : s.pse[static_cast<size_t>((pb * s.n + n2 * s.g + g) * p.pse_seq + t)];
-      const double st = masked[ti] ? kMaskedScore : s.scale * dot + pse;
-      // int8: the kernel's dot product is sum_d A_d k_td (offset dropped), bounded by amax sum|k|.
-      const double kmag = int8_kv ? mag + h.amax * rows.kabs_sum[ti] : mag;
-      h.score[ti] = st;
-      h.sigma[ti] = std::fabs(s.scale) * kmag + std::fabs(pse);
-      h.msd[ti] = std::fabs(s.scale) * eps_msd * h.amax * rows.kabs_sum[ti];
-      h.m = std::max(h.m, st);
-    }
-  }
+  score_pass(s, b, n2, len, eps_msd, heads, masked);
   for (Head& h : heads) {
     for (size_t t = 0; t < L; ++t) {
       h.prob[t] = std::exp(h.score[t] - h.m);
@@ -239,30 +239,31 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
       h.delta[t] = kU32 * (score_err + 2 * std::fabs(h.score[t] - h.m) + 2 * tiles + 10) + (masked[t] ? 0.0 : h.msd[t]);
     }
   }
-  for (size_t t = 0; t < L; ++t) {
-    const double* vt = rows.v.data() + t * D;
-    for (Head& h : heads) {
-      const double pt = h.prob[t];
-      double* o = h.o.data();
-      for (size_t d = 0; d < D; ++d) o[d] += pt * vt[d];
+  // o_d = sum_t p_t v_td in order of t (one sum per column d), then / l.
+  Tile tile;
+  for (int64_t t0 = 0; t0 < len; t0 += kTile) {
+    const int64_t count = std::min(kTile, len - t0);
+    load_tile(s, b, n2, t0, count, false, tile);
+    for (int64_t tt = 0; tt < count; ++tt) {
+      for (Head& h : heads) kn.scaled_add(h.o.data(), h.prob[static_cast<size_t>(t0 + tt)], tile.x.data() + tt * dd, dd);
     }
   }
   for (Head& h : heads) {
     for (double& o : h.o) o /= h.l;
   }
-  for (size_t t = 0; t < L; ++t) {
-    const double* vt = rows.v.data() + t * D;
-    const double* at = int8_kv ? rows.vabs.data() + t * D : nullptr;
-    for (Head& h : heads) {
-      const double w = h.prob[t] / h.l;
-      const double wd = w * h.delta[t];
-      const double pt = h.prob[t];
-      const double floor_p = int8_kv ? std::min(pt, eps_msd) : (p.kv_dtype == DType::kF16 && pt < kHalfMinNormal ? pt : 0.0);
-      for (size_t d = 0; d < D; ++d) {
-        const double a = at != nullptr ? at[d] : std::fabs(vt[d]);
-        h.cond[d] += wd * std::fabs(vt[d] - h.o[d]);
-        h.weighted[d] += w * a;
-        h.tail[d] += floor_p * a;
+  for (int64_t t0 = 0; t0 < len; t0 += kTile) {
+    const int64_t count = std::min(kTile, len - t0);
+    load_tile(s, b, n2, t0, count, false, tile);
+    for (int64_t tt = 0; tt < count; ++tt) {
+      const size_t t = static_cast<size_t>(t0 + tt);
+      const double* vt = tile.x.data() + tt * dd;
+      const double* at = int8_kv ? tile.abs.data() + tt * dd : nullptr;
+      for (Head& h : heads) {
+        const double w = h.prob[t] / h.l;
+        const double wd = w * h.delta[t];
+        const double pt = h.prob[t];
+        const double floor_p = int8_kv ? std::min(pt, eps_msd) : (p.kv_dtype == DType::kF16 && pt < kHalfMinNormal ? pt : 0.0);
+        kn.deviation_add(h.cond.data(), h.weighted.data(), h.tail.data(), vt, h.o.data(), at, wd, w, floor_p, dd);
       }
     }
   }

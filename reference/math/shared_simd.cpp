@@ -1,0 +1,300 @@
+// The kernels of shared_simd.h: one plain scalar formulation, and one vector formulation (GCC
+// vector extensions, 8 doubles) compiled into SSE2, AVX2 and AVX-512 functions by target
+// attributes. Vector operations are element-wise, so a vector of 8 holds 8 independent sums.
+#include "reference/math/shared_simd.h"
+
+#include <immintrin.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/dtype.h"
+
+// The vector helpers below are always inlined, so their vector arguments never cross a call.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace opgate::math {
+namespace {
+
+// ---- scalar formulation -------------------------------------------------------------------------
+
+void dot8_abs_scalar(const double* x, int64_t heads, const double* y, int64_t n, double* dot, double* mag) {
+  for (int64_t h = 0; h < heads; ++h) {
+    const double* xh = x + h * n;
+    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    double lane_abs[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = xh[i] * y[i];
+      lane[i % 8] += v;
+      lane_abs[i % 8] += std::fabs(v);
+    }
+    dot[h] = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    mag[h] = ((lane_abs[0] + lane_abs[1]) + (lane_abs[2] + lane_abs[3])) +
+             ((lane_abs[4] + lane_abs[5]) + (lane_abs[6] + lane_abs[7]));
+  }
+}
+
+void scaled_add_scalar(double* acc, double a, const double* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] = acc[i] + a * x[i];
+}
+
+void deviation_add_scalar(double* dev, double* wsum, double* tail, const double* x, const double* c,
+                          const double* abs_x, double wd, double w, double f, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double m = abs_x != nullptr ? abs_x[i] : std::fabs(x[i]);
+    dev[i] += wd * std::fabs(x[i] - c[i]);
+    wsum[i] += w * m;
+    tail[i] += f * m;
+  }
+}
+
+void slot8_dot_scalar(const double* x, const double* b, const double* g, int64_t n, double* sum, double* mag) {
+  for (int s = 0; s < 8; ++s) {
+    for (int64_t j = 0; j < n; ++j) {
+      const double t = (x[j * 8 + s] + b[j * 8 + s]) * g[j];
+      sum[s] += t;
+      mag[s] += std::fabs(t);
+    }
+  }
+}
+
+const double* half_table(bool bf16) {
+  static const std::vector<double> half = [] {
+    std::vector<double> v(65536);
+    for (uint32_t b = 0; b < 65536; ++b) v[b] = f16_to_double(static_cast<uint16_t>(b));
+    return v;
+  }();
+  static const std::vector<double> bfloat = [] {
+    std::vector<double> v(65536);
+    for (uint32_t b = 0; b < 65536; ++b) v[b] = bf16_to_double(static_cast<uint16_t>(b));
+    return v;
+  }();
+  return bf16 ? bfloat.data() : half.data();
+}
+
+void halves_to_double_scalar(const uint16_t* src, int64_t count, bool bf16, double* dst) {
+  const double* tab = half_table(bf16);
+  for (int64_t i = 0; i < count; ++i) dst[i] = tab[src[i]];
+}
+
+// ---- vector formulation -------------------------------------------------------------------------
+
+typedef double V8 __attribute__((vector_size(64)));
+typedef int64_t I8 __attribute__((vector_size(64)));
+
+#define OPGATE_INLINE inline __attribute__((always_inline))
+
+OPGATE_INLINE V8 load8(const double* p) {
+  V8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+OPGATE_INLINE void store8(double* p, V8 v) { std::memcpy(p, &v, sizeof v); }
+OPGATE_INLINE V8 abs8(V8 v) { return reinterpret_cast<V8>(reinterpret_cast<I8>(v) & INT64_MAX); }
+OPGATE_INLINE V8 splat8(double a) { return V8{a, a, a, a, a, a, a, a}; }
+
+// The 8 lanes of one row after the main loop, then the tail (element i to lane i % 8) and the tree.
+OPGATE_INLINE void finish_lanes(V8 lv, V8 av, const double* x, const double* y, int64_t i, int64_t n, double* dot,
+                                double* mag) {
+  double lane[8], lane_abs[8];
+  std::memcpy(lane, &lv, sizeof lane);
+  std::memcpy(lane_abs, &av, sizeof lane_abs);
+  for (; i < n; ++i) {
+    const double v = x[i] * y[i];
+    lane[i % 8] += v;
+    lane_abs[i % 8] += std::fabs(v);
+  }
+  *dot = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  *mag = ((lane_abs[0] + lane_abs[1]) + (lane_abs[2] + lane_abs[3])) +
+         ((lane_abs[4] + lane_abs[5]) + (lane_abs[6] + lane_abs[7]));
+}
+
+// Two rows at a time, so that four independent chains hide the add latency.
+OPGATE_INLINE void dot8_abs_vec(const double* x, int64_t heads, const double* y, int64_t n, double* dot, double* mag) {
+  const int64_t body = n - n % 8;
+  int64_t h = 0;
+  for (; h + 2 <= heads; h += 2) {
+    const double* x0 = x + h * n;
+    const double* x1 = x0 + n;
+    V8 l0 = splat8(0), a0 = splat8(0), l1 = splat8(0), a1 = splat8(0);
+    for (int64_t i = 0; i < body; i += 8) {
+      const V8 yv = load8(y + i);
+      const V8 v0 = load8(x0 + i) * yv;
+      const V8 v1 = load8(x1 + i) * yv;
+      l0 += v0;
+      a0 += abs8(v0);
+      l1 += v1;
+      a1 += abs8(v1);
+    }
+    finish_lanes(l0, a0, x0, y, body, n, dot + h, mag + h);
+    finish_lanes(l1, a1, x1, y, body, n, dot + h + 1, mag + h + 1);
+  }
+  for (; h < heads; ++h) {
+    const double* x0 = x + h * n;
+    V8 l0 = splat8(0), a0 = splat8(0);
+    for (int64_t i = 0; i < body; i += 8) {
+      const V8 v0 = load8(x0 + i) * load8(y + i);
+      l0 += v0;
+      a0 += abs8(v0);
+    }
+    finish_lanes(l0, a0, x0, y, body, n, dot + h, mag + h);
+  }
+}
+
+OPGATE_INLINE void scaled_add_vec(double* acc, double a, const double* x, int64_t n) {
+  const V8 av = splat8(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) store8(acc + i, load8(acc + i) + av * load8(x + i));
+  for (; i < n; ++i) acc[i] = acc[i] + a * x[i];
+}
+
+OPGATE_INLINE void deviation_add_vec(double* dev, double* wsum, double* tail, const double* x, const double* c,
+                                     const double* abs_x, double wd, double w, double f, int64_t n) {
+  const V8 wdv = splat8(wd), wv = splat8(w), fv = splat8(f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const V8 xv = load8(x + i);
+    const V8 m = abs_x != nullptr ? load8(abs_x + i) : abs8(xv);
+    store8(dev + i, load8(dev + i) + wdv * abs8(xv - load8(c + i)));
+    store8(wsum + i, load8(wsum + i) + wv * m);
+    store8(tail + i, load8(tail + i) + fv * m);
+  }
+  deviation_add_scalar(dev + i, wsum + i, tail + i, x + i, c + i, abs_x != nullptr ? abs_x + i : nullptr, wd, w, f,
+                       n - i);
+}
+
+OPGATE_INLINE void slot8_dot_vec(const double* x, const double* b, const double* g, int64_t n, double* sum,
+                                 double* mag) {
+  V8 s = load8(sum), m = load8(mag);
+  for (int64_t j = 0; j < n; ++j) {
+    const V8 t = (load8(x + j * 8) + load8(b + j * 8)) * splat8(g[j]);
+    s += t;
+    m += abs8(t);
+  }
+  store8(sum, s);
+  store8(mag, m);
+}
+
+// NaN patterns take the table, so NaN payloads are the scalar path's too.
+OPGATE_INLINE bool any_nan8(const uint16_t* h, bool bf16) {
+  bool nan = false;
+  for (int k = 0; k < 8; ++k) {
+    nan |= bf16 ? (h[k] & 0x7F80) == 0x7F80 && (h[k] & 0x7F) != 0 : (h[k] & 0x7C00) == 0x7C00 && (h[k] & 0x3FF) != 0;
+  }
+  return nan;
+}
+
+// bf16 by a shift into float (exact), fp16 by the table.
+OPGATE_INLINE void halves_to_double_vec(const uint16_t* src, int64_t count, bool bf16, double* dst) {
+  if (!bf16) return halves_to_double_scalar(src, count, bf16, dst);
+  const double* tab = half_table(bf16);
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    if (any_nan8(src + i, bf16)) {
+      for (int k = 0; k < 8; ++k) dst[i + k] = tab[src[i + k]];
+      continue;
+    }
+    for (int k = 0; k < 8; ++k) {
+      const uint32_t bits = static_cast<uint32_t>(src[i + k]) << 16;
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      dst[i + k] = static_cast<double>(f);
+    }
+  }
+  for (; i < count; ++i) dst[i] = tab[src[i]];
+}
+
+// fp16 through F16C (exact: fp16 -> fp32 -> fp64 widen without rounding); bf16 as above.
+__attribute__((target("avx2,f16c"))) void halves_to_double_f16c(const uint16_t* src, int64_t count, bool bf16,
+                                                                 double* dst) {
+  if (bf16) return halves_to_double_vec(src, count, bf16, dst);
+  const double* tab = half_table(bf16);
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    if (any_nan8(src + i, bf16)) {
+      for (int k = 0; k < 8; ++k) dst[i + k] = tab[src[i + k]];
+      continue;
+    }
+    const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+    _mm256_storeu_pd(dst + i, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
+    _mm256_storeu_pd(dst + i + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
+  }
+  for (; i < count; ++i) dst[i] = tab[src[i]];
+}
+
+#define OPGATE_PATH(suffix, attr, f16c)                                                                          \
+  attr void dot8_abs_##suffix(const double* x, int64_t heads, const double* y, int64_t n, double* dot,            \
+                              double* mag) {                                                                      \
+    dot8_abs_vec(x, heads, y, n, dot, mag);                                                                       \
+  }                                                                                                               \
+  attr void scaled_add_##suffix(double* acc, double a, const double* x, int64_t n) { scaled_add_vec(acc, a, x, n); } \
+  attr void deviation_add_##suffix(double* dev, double* wsum, double* tail, const double* x, const double* c,     \
+                                   const double* abs_x, double wd, double w, double f, int64_t n) {               \
+    deviation_add_vec(dev, wsum, tail, x, c, abs_x, wd, w, f, n);                                                 \
+  }                                                                                                               \
+  attr void slot8_dot_##suffix(const double* x, const double* b, const double* g, int64_t n, double* sum,         \
+                               double* mag) {                                                                     \
+    slot8_dot_vec(x, b, g, n, sum, mag);                                                                          \
+  }                                                                                                               \
+  attr void halves_to_double_##suffix(const uint16_t* src, int64_t count, bool bf16, double* dst) {               \
+    if (f16c) return halves_to_double_f16c(src, count, bf16, dst);                                                \
+    halves_to_double_vec(src, count, bf16, dst);                                                                  \
+  }                                                                                                               \
+  const Kernels kKernels_##suffix = {dot8_abs_##suffix, scaled_add_##suffix, deviation_add_##suffix,              \
+                                     slot8_dot_##suffix, halves_to_double_##suffix};
+
+OPGATE_PATH(sse2, , false)
+OPGATE_PATH(avx2, __attribute__((target("avx2,f16c"))), true)
+OPGATE_PATH(avx512, __attribute__((target("avx512f,avx2,f16c"))), true)
+
+const Kernels kKernels_scalar = {dot8_abs_scalar, scaled_add_scalar, deviation_add_scalar, slot8_dot_scalar,
+                                 halves_to_double_scalar};
+
+Isa widest() {
+  static const Isa best = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+      return Isa::kAvx512;
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return Isa::kAvx2;
+    return Isa::kSse2;
+  }();
+  return best;
+}
+
+std::atomic<int> g_isa{-1};  // -1: the widest
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kSse2: return "sse2";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(widest()); }
+
+Isa isa() {
+  const int v = g_isa.load(std::memory_order_relaxed);
+  return v < 0 ? widest() : static_cast<Isa>(v);
+}
+
+void set_isa(Isa isa) { g_isa.store(isa_supported(isa) ? static_cast<int>(isa) : -1, std::memory_order_relaxed); }
+
+const Kernels& kernels(Isa isa) {
+  switch (isa_supported(isa) ? isa : widest()) {
+    case Isa::kScalar: return kKernels_scalar;
+    case Isa::kSse2: return kKernels_sse2;
+    case Isa::kAvx2: return kKernels_avx2;
+    case Isa::kAvx512: return kKernels_avx512;
+  }
+  return kKernels_scalar;
+}
+
+}  // namespace opgate::math

@@ -1,0 +1,45 @@
+// Vectorised double kernels of the references with runtime ISA dispatch (issue 15 part 3).
+// Bit-reproducibility: every kernel vectorises across independent sums (output columns, lanes of a
+// fixed-lane dot product, slots), never inside one sum, and the reference library is compiled with
+// -ffp-contract=off (no FMA). So every output element is the same sequence of rounded double
+// operations on the scalar, SSE2, AVX2 and AVX-512 paths; tests/reference/shared_simd_test.cpp
+// compares the paths bit for bit.
+#pragma once
+
+#include <cstdint>
+
+namespace opgate::math {
+
+enum class Isa : uint8_t { kScalar, kSse2, kAvx2, kAvx512 };
+
+const char* isa_name(Isa isa);
+// Whether this CPU runs the path (scalar and SSE2 always; AVX2 also needs F16C).
+bool isa_supported(Isa isa);
+// The path the kernels use: the last set_isa, else the widest supported one.
+Isa isa();
+// Selects the path (tests, benchmarks); an unsupported path falls back to the widest supported.
+void set_isa(Isa isa);
+
+struct Kernels {
+  // dot[h] = sum_i x_h[i] * y[i] and mag[h] = sum_i |x_h[i] * y[i]| for `heads` rows x_h = x + h*n,
+  // each in a fixed order: 8 interleaved lanes (element i goes to lane i % 8, in order of i), then
+  // the tree ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).
+  void (*dot8_abs)(const double* x, int64_t heads, const double* y, int64_t n, double* dot, double* mag);
+  // acc[i] = acc[i] + a * x[i] (the product rounded, then the sum) for i in [0, n).
+  void (*scaled_add)(double* acc, double a, const double* x, int64_t n);
+  // For i in [0, n), with m_i = abs_x ? abs_x[i] : |x[i]|:
+  //   dev[i] += wd * |x[i] - c[i]|;  wsum[i] += w * m_i;  tail[i] += f * m_i.
+  void (*deviation_add)(double* dev, double* wsum, double* tail, const double* x, const double* c,
+                        const double* abs_x, double wd, double w, double f, int64_t n);
+  // For 8 slots s, with columns stored interleaved (element j of slot s at [j * 8 + s]):
+  //   t = (x[j,s] + b[j,s]) * g[j];  sum[s] += t;  mag[s] += |t|   for j = 0 .. n-1 in order.
+  void (*slot8_dot)(const double* x, const double* b, const double* g, int64_t n, double* sum, double* mag);
+  // dst[i] = the exact double value of the fp16 (bf16 = false) or bf16 bit pattern src[i].
+  void (*halves_to_double)(const uint16_t* src, int64_t count, bool bf16, double* dst);
+};
+
+// The kernels of a path (an unsupported path gives the widest supported one's).
+const Kernels& kernels(Isa isa);
+inline const Kernels& kernels() { return kernels(isa()); }
+
+}  // namespace opgate::math
