@@ -1,10 +1,20 @@
 // Reference vs emulator of MoeFFN at the size: M = 2048 tokens over E = 8 experts, K1 = 1024,
-// N1 = 2816, fp16 high-performance path with biases and fastgelu; report the time of each.
+// N1 = 2816, fp16 high-performance path with biases and fastgelu. Useful flops: the two matmuls,
+// 4 * M * K1 * N1 (tolerance magnitudes are not counted). The peer: OpenBLAS cblas_dgemm on the same
+// matrices (converted to double outside the timing), both matmuls of every expert, same threads.
 #include <benchmark/benchmark.h>
 
+#include <vector>
+
+#include "bench/bench_limits.h"
 #include "cases/moe_ffn.h"
 #include "core/guard.h"
 #include "device/emu/moe_ffn.h"
+#include "reference/math/shared_parallel.h"
+
+#ifdef OPGATE_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
 
 namespace opgate {
 namespace {
@@ -15,34 +25,76 @@ struct Fixture {
   mffn::Params p;
   SpecMap specs;
   TensorMap in;
+  double flops = 0, bytes = 0;
   Fixture() {
     auto pk = mffn::Builder().tokens({256, 256, 256, 256, 256, 256, 256, 256}).k1(1024).n1(2816).bias1().bias2().build();
     p = pk.first;
     specs = ref::moe_ffn::specs(p);
     in = mffn::fill(p, pk.second, specs, FillMode::kRealistic, 1).value();
+    flops = 4.0 * static_cast<double>(p.m * p.k1 * p.n1);
+    for (const auto& [name, t] : in) bytes += static_cast<double>(t.nbytes());
   }
 };
 
-// Floating-point operations of the two matmuls: 2 * M * K1 * N1 each.
-int64_t flops(const mffn::Params& p) { return 4 * p.m * p.k1 * p.n1; }
+const Fixture& fixture() {
+  static const Fixture f;
+  return f;
+}
+
+std::vector<double> as_double(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
+  return v;
+}
+
+// Seconds of the two dgemms of every expert (h = x_e W1_e, y = h W2_e), best of 3; 0 without BLAS.
+double dgemm_peer_seconds(const Fixture& f) {
+#ifdef OPGATE_HAVE_OPENBLAS
+  openblas_set_num_threads(static_cast<int>(math::threads()));
+  const std::vector<double> x = as_double(f.in.at("x")), w1 = as_double(f.in.at("weight1")),
+                            w2 = as_double(f.in.at("weight2"));
+  const int64_t k1 = f.p.k1, n1 = f.p.n1;
+  std::vector<double> h(static_cast<size_t>(f.p.m * n1)), y(static_cast<size_t>(f.p.m * k1));
+  return bench::best_seconds(3, [&] {
+    int64_t row = 0;
+    for (size_t e = 0; e < f.p.expert_tokens.size(); ++e) {
+      const auto rows = static_cast<int>(f.p.expert_tokens[e]);
+      const auto ei = static_cast<int64_t>(e);
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, static_cast<int>(n1), static_cast<int>(k1), 1.0,
+                  x.data() + row * k1, static_cast<int>(k1), w1.data() + ei * k1 * n1, static_cast<int>(n1), 0.0,
+                  h.data() + row * n1, static_cast<int>(n1));
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, static_cast<int>(k1), static_cast<int>(n1), 1.0,
+                  h.data() + row * n1, static_cast<int>(n1), w2.data() + ei * n1 * k1, static_cast<int>(k1), 0.0,
+                  y.data() + row * k1, static_cast<int>(k1));
+      row += rows;
+    }
+    benchmark::DoNotOptimize(y.data());
+  });
+#else
+  (void)f;
+  return 0;
+#endif
+}
 
 void BM_mffn_reference(benchmark::State& state) {
-  static const Fixture f;
-  for (auto _ : state) benchmark::DoNotOptimize(ref::moe_ffn::reference(f.p, f.in));
-  state.counters["GFLOP/s"] = benchmark::Counter(static_cast<double>(flops(f.p)) * 1e-9 * static_cast<double>(state.iterations()),
-                                                  benchmark::Counter::kIsRate);
+  const Fixture& f = fixture();
+  const double peer = dgemm_peer_seconds(f);
+  bench::measure(state, f.bytes, f.flops, [&] { benchmark::DoNotOptimize(ref::moe_ffn::reference(f.p, f.in)); });
+  if (peer > 0) {
+    state.counters["dgemm_s"] = peer;
+    state.counters["dgemm_GFLOP/s"] = f.flops / peer * 1e-9;
+    state.counters["x_dgemm"] = state.counters["s_per_call"] / peer;
+  }
 }
-BENCHMARK(BM_mffn_reference)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK(BM_mffn_reference)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(2);
 
 void BM_mffn_emu(benchmark::State& state) {
-  static const Fixture f;
+  const Fixture& f = fixture();
   TensorMap out;
   out["y"] = make_guarded(f.specs.at("y").dtype, f.specs.at("y").shape).tensor;
-  for (auto _ : state) benchmark::DoNotOptimize(emu::moe_ffn::run(f.p, f.in, out, ""));
-  state.counters["GFLOP/s"] = benchmark::Counter(static_cast<double>(flops(f.p)) * 1e-9 * static_cast<double>(state.iterations()),
-                                                  benchmark::Counter::kIsRate);
+  bench::measure(state, f.bytes, f.flops, [&] { benchmark::DoNotOptimize(emu::moe_ffn::run(f.p, f.in, out, "")); });
 }
-BENCHMARK(BM_mffn_emu)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK(BM_mffn_emu)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(2);
 
 }  // namespace
 }  // namespace opgate

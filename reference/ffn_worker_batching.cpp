@@ -3,6 +3,7 @@
 // preconditions of §1.4 and §1.5.3.
 #include "reference/ffn_worker_batching.h"
 #include "core/aclnn_codes.h"
+#include "reference/math/shared_parallel.h"
 #include "reference/math/shared_validate.h"
 
 #include <algorithm>
@@ -320,18 +321,29 @@ RefOutputs reference(const Params& p, const TensorMap& in) {
   RefOutputs out;
   for (const auto& [name, spec] : s) {
     if (name == kContext) continue;
-    auto [t, care] = undefined_output(spec);
+    // y's first `actual` rows are copied below; only the rows after them need the poison.
+    auto [t, care] = name == "y" ? std::pair{Tensor::zeros(spec.dtype, spec.shape), Tensor::zeros(DType::kU8, spec.shape)}
+                                 : undefined_output(spec);
     out.expected[name] = t;
     out.care[name] = care;
   }
   const Tensor& tokens = in.at(kTokens);
   const size_t row_bytes = static_cast<size_t>(d.h) * dtype_size(tokens.dtype());
   Tensor& y = out.expected.at("y");
+  std::memset(y.data() + static_cast<size_t>(actual) * row_bytes, 0xFF, y.nbytes() - static_cast<size_t>(actual) * row_bytes);
+  // The payload copy, in blocks of rows over the project's threads (each row has one source).
+  constexpr int64_t kRowsPerBlock = 64;
+  math::parallel_for((actual + kRowsPerBlock - 1) / kRowsPerBlock, [&](int64_t blk) {
+    for (int64_t i = blk * kRowsPerBlock; i < std::min(actual, (blk + 1) * kRowsPerBlock); ++i) {
+      const Entry& x = order[static_cast<size_t>(i)];
+      const int64_t slot = ((x.session * p.micro_batch_num + x.micro_batch) * d.bs + x.token) * d.k + x.slot;
+      std::memcpy(y.data() + static_cast<size_t>(i) * row_bytes, tokens.data() + static_cast<size_t>(slot) * row_bytes,
+                  row_bytes);
+    }
+  });
   for (int64_t i = 0; i < actual; ++i) {
     const Entry& x = order[static_cast<size_t>(i)];
     const int64_t slot = ((x.session * p.micro_batch_num + x.micro_batch) * d.bs + x.token) * d.k + x.slot;
-    std::memcpy(y.data() + static_cast<size_t>(i) * row_bytes, tokens.data() + static_cast<size_t>(slot) * row_bytes,
-                row_bytes);
     const std::pair<const char*, int64_t> ids[] = {
         {"sessionIds", x.session}, {"microBatchIds", x.micro_batch}, {"tokenIds", x.token}, {"expertOffsets", x.slot}};
     for (const auto& [name, v] : ids) out.expected.at(name).set(i, static_cast<double>(v));
@@ -340,8 +352,9 @@ RefOutputs reference(const Params& p, const TensorMap& in) {
       out.care.at("dynamicScale").set(i, 1.0);
     }
     for (const char* name : {"sessionIds", "microBatchIds", "tokenIds", "expertOffsets"}) out.care.at(name).set(i, 1.0);
-    for (int64_t j = 0; j < d.h; ++j) out.care.at("y").set(i * d.h + j, 1.0);
   }
+  // Every element of the first `actual` rows of y is cared for (care masks are U8, 1 = compare).
+  std::memset(out.care.at("y").data(), 1, static_cast<size_t>(actual * d.h));
 
   // Compact [id, count] rows, then one [0, 0] terminator if there is room. NORM's single-core lister
   // emits [first id, 0] when no entry is valid, reading the id from a buffer it never loaded.
