@@ -19,7 +19,7 @@ struct Fixture {
   TensorMap in;
   double input_bytes = 0;
   Fixture() {
-    auto pk = mfrg::Builder().dtype(DType::kBF16).rows(256).top_k(8).hidden(7168).bias().drop_pad(64, 40).build();
+    auto pk = mfrg::Builder().dtype(DType::kBF16).rows(256).top_k(8).hidden(7168).scales().bias().drop_pad(64, 40).build();
     p = pk.first;
     specs = ref::moe_finalize_routing_v2_grad::specs(p);
     in = mfrg::fill(p, pk.second, specs, FillMode::kRealistic, 1).value();

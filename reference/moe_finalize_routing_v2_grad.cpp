@@ -3,11 +3,15 @@
 // kernel is undefined (out-of-range expert ids, duplicate rows).
 #include "reference/moe_finalize_routing_v2_grad.h"
 #include "core/aclnn_codes.h"
+#include "reference/math/shared_parallel.h"
+#include "reference/math/shared_simd.h"
 #include "reference/math/shared_validate.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -328,42 +332,105 @@ RefOutputs reference(const Params& p, const TensorMap& inputs) {
   const Tensor* b = use_bias ? &inputs.at(kBias) : nullptr;
 
   Tensor gx = Tensor::zeros(DType::kF64, s.at(kGradX).shape);
-  Tensor gx_care = Tensor::full(DType::kU8, s.at(kGradX).shape, p.drop_pad_mode == 1 ? 1.0 : 0.0);
+  Tensor gx_care = Tensor::zeros(DType::kU8, s.at(kGradX).shape);  // U8 care: 1 = compare
+  if (p.drop_pad_mode == 1) std::memset(gx_care.data(), 1, gx_care.nbytes());
   const Shape gs_shape = s.at(kGradScales).shape;
   Tensor gs = Tensor::zeros(DType::kF64, gs_shape);
   Tensor gs_mag = Tensor::zeros(DType::kF64, gs_shape);
   Tensor gs_care = Tensor::full(DType::kU8, gs_shape, p.has_scales ? 1.0 : 0.0);
 
-  for (int64_t i = 0; i < idx.numel(); ++i) {
-    const int64_t r = i / k_slots;
+  // Rows as doubles: fp16/bf16 by the exact vector conversion, other dtypes element by element.
+  auto elements = [](const Tensor& t, int64_t first, int64_t n, double* dst) {
+    if (t.dtype() == DType::kF16 || t.dtype() == DType::kBF16) {
+      math::kernels().halves_to_double(t.ptr<uint16_t>() + first, n, t.dtype() == DType::kBF16, dst);
+      return;
+    }
+    for (int64_t j = 0; j < n; ++j) dst[j] = t.get(first + j);
+  };
+  // Each token r owns its slots i = r*K + k: their gradScales and the gradExpandedX rows they
+  // address (distinct, check_data); tokens run in parallel when no row is addressed twice.
+  const int64_t slots = idx.numel();
+  const int64_t tokens = (slots + k_slots - 1) / k_slots;
+  std::vector<int64_t> rows(static_cast<size_t>(slots));
+  std::vector<char> written(static_cast<size_t>(std::max<int64_t>(d0, 0)), 0);
+  bool distinct = true;
+  for (int64_t i = 0; i < slots; ++i) {
     const auto row = static_cast<int64_t>(idx.get(i));
-    const bool valid = row >= 0 && row < d0;
-    const double scale = sc != nullptr ? sc->get(i) : 1.0;
-    if (valid) {
-      for (int64_t j = 0; j < h; ++j) {
-        gx.set(row * h + j, scale * gy.get(r * h + j));
-        gx_care.set(row * h + j, 1.0);
+    rows[static_cast<size_t>(i)] = row;
+    if (row >= 0 && row < d0) {
+      distinct = distinct && written[static_cast<size_t>(row)] == 0;
+      written[static_cast<size_t>(row)] = 1;
+    }
+  }
+  double* gx_data = gx.ptr<double>();
+  uint8_t* gx_care_data = gx_care.ptr<uint8_t>();
+  double* gs_data = gs.ptr<double>();
+  double* gs_mag_data = gs_mag.ptr<double>();
+  const math::Kernels& kn = math::kernels();
+  // gradScales of up to 8 slots at once, each its own sum over j in order (shared_simd.h
+  // slot8_dot), over column tiles whose rows are stored interleaved: element j of lane s at
+  // [j * 8 + s]. A lane without a slot, or a slot the kernel skips, adds zeros and is not written.
+  constexpr int64_t kCols = 256;
+  auto token = [&](int64_t r) {
+    std::vector<double> g(static_cast<size_t>(h)), row(static_cast<size_t>(kCols));
+    std::vector<double> xt(static_cast<size_t>(kCols * 8)), bt(xt.size());
+    elements(gy, r * h, h, g.data());
+    const int64_t first = r * k_slots;
+    const int64_t last = std::min(slots, first + k_slots);
+    for (int64_t i = first; i < last; ++i) {
+      const int64_t dst = rows[static_cast<size_t>(i)];
+      if (dst < 0 || dst >= d0) continue;
+      const double scale = sc != nullptr ? sc->get(i) : 1.0;
+      double* out_row = gx_data + dst * h;
+      for (int64_t j = 0; j < h; ++j) out_row[j] = scale * g[static_cast<size_t>(j)];
+      std::memset(gx_care_data + dst * h, 1, static_cast<size_t>(h));
+    }
+    if (!p.has_scales) return;
+    for (int64_t i0 = first; i0 < last; i0 += 8) {
+      const int64_t lanes = std::min<int64_t>(8, last - i0);
+      int64_t xrow[8], brow[8];
+      bool wanted[8];
+      for (int64_t s = 0; s < 8; ++s) {
+        const int64_t i = i0 + s;
+        const int64_t src = s < lanes ? rows[static_cast<size_t>(i)] : -1;
+        const bool valid = src >= 0 && src < d0;
+        // A dropped slot without bias is skipped by the kernel: 0, even when gradY holds Inf or NaN.
+        wanted[s] = s < lanes && (valid || use_bias);
+        xrow[s] = wanted[s] && valid ? src : -1;
+        brow[s] = -1;
+        if (wanted[s] && use_bias) {
+          brow[s] = static_cast<int64_t>(ei->get(i));
+          OPGATE_CHECK(brow[s] >= 0 && brow[s] < p.expert_num,
+                       fmt::format("expertIdx {} out of range: call check_data first", brow[s]));
+        }
+      }
+      double sum[8] = {0, 0, 0, 0, 0, 0, 0, 0}, mag[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int64_t j0 = 0; j0 < h; j0 += kCols) {
+        const int64_t cols = std::min(kCols, h - j0);
+        for (int64_t s = 0; s < 8; ++s) {
+          for (auto [src, t, buf] : {std::tuple{xrow[s], x, &xt}, std::tuple{brow[s], b, &bt}}) {
+            double* lane = buf->data() + s;
+            if (src < 0) {
+              for (int64_t j = 0; j < cols; ++j) lane[j * 8] = 0.0;
+              continue;
+            }
+            elements(*t, src * h + j0, cols, row.data());
+            for (int64_t j = 0; j < cols; ++j) lane[j * 8] = row[static_cast<size_t>(j)];
+          }
+        }
+        kn.slot8_dot(xt.data(), bt.data(), g.data() + j0, cols, sum, mag);
+      }
+      for (int64_t s = 0; s < lanes; ++s) {
+        if (!wanted[s]) continue;
+        gs_data[i0 + s] = sum[s];
+        gs_mag_data[i0 + s] = mag[s];
       }
     }
-    // A dropped slot without bias is skipped by the kernel: 0, even when gradY holds Inf or NaN.
-    if (!p.has_scales || (!valid && !use_bias)) continue;
-    int64_t expert = -1;
-    if (use_bias) {
-      expert = static_cast<int64_t>(ei->get(i));
-      OPGATE_CHECK(expert >= 0 && expert < p.expert_num,
-                   fmt::format("expertIdx {} out of range: call check_data first", expert));
-    }
-    double sum = 0.0;
-    double mag = 0.0;
-    for (int64_t j = 0; j < h; ++j) {
-      const double v =
-          (valid ? x->get(row * h + j) : 0.0) + (expert >= 0 ? b->get(expert * h + j) : 0.0);
-      const double t = v * gy.get(r * h + j);
-      sum += t;
-      mag += std::fabs(t);
-    }
-    gs.set(i, sum);
-    gs_mag.set(i, mag);
+  };
+  if (distinct) {
+    math::parallel_for(tokens, token);
+  } else {
+    for (int64_t r = 0; r < tokens; ++r) token(r);
   }
 
   RefOutputs out;
