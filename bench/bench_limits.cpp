@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstring>
 #include <vector>
 
@@ -12,6 +13,14 @@
 
 namespace opgate::bench {
 namespace {
+
+// CPU seconds of the whole process (all threads): on a loaded machine, wall time includes waiting
+// for a core, CPU time does not.
+double cpu_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -120,16 +129,19 @@ double best_seconds(int runs, const std::function<void()>& fn) {
 
 void measure(benchmark::State& state, double bytes, double flops, const std::function<void()>& fn) {
   const Limits& limits = machine_limits();
-  double total = 0;
+  double total = 0, cpu = 0;
   for (auto _ : state) {
+    const double c0 = cpu_now();
     const double t0 = now();
     fn();
     const double t = now() - t0;
+    cpu += cpu_now() - c0;
     state.SetIterationTime(t);
     total += t;
   }
   const double per_call = total / static_cast<double>(state.iterations());
   state.counters["s_per_call"] = per_call;
+  state.counters["cpu_s_per_call"] = cpu / static_cast<double>(state.iterations());
   state.counters["threads"] = static_cast<double>(math::threads());
   if (bytes > 0) {
     const double gbs = bytes / per_call * 1e-9;

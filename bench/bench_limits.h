@@ -19,7 +19,8 @@ struct Limits {
 // Measured once per process, on first use (best of 3 runs of each probe).
 const Limits& machine_limits();
 
-// Runs fn once per benchmark iteration, timing each call, and sets the counters: seconds per call,
+// Runs fn once per benchmark iteration, timing each call, and sets the counters: seconds per call
+// (wall, and cpu_s_per_call: CPU seconds of all threads),
 // GB/s and GFLOP/s achieved (of `bytes` and `flops` per call; 0 = not reported) and their fractions
 // of the measured limits (frac_bw, frac_peak).
 void measure(benchmark::State& state, double bytes, double flops, const std::function<void()>& fn);
