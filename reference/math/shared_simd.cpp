@@ -60,6 +60,17 @@ void slot8_dot_scalar(const double* x, const double* b, const double* g, int64_t
   }
 }
 
+void gemm_panel8_scalar(const double* a, int64_t rows, int64_t lda, int64_t kdim, const double* panel, double* out,
+                        int64_t ldo) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < 8; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < kdim; ++k) acc += a[r * lda + k] * panel[k * 8 + j];
+      out[r * ldo + j] = acc;
+    }
+  }
+}
+
 const double* half_table(bool bf16) {
   static const std::vector<double> half = [] {
     std::vector<double> v(65536);
@@ -177,6 +188,27 @@ OPGATE_INLINE void slot8_dot_vec(const double* x, const double* b, const double*
   store8(mag, m);
 }
 
+// kRows rows at a time: kRows independent 8-wide sums per k step hide the add latency.
+template <int kRows>
+OPGATE_INLINE void gemm_rows_vec(const double* a, int64_t lda, int64_t kdim, const double* panel, double* out,
+                                 int64_t ldo) {
+  V8 acc[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = splat8(0);
+  for (int64_t k = 0; k < kdim; ++k) {
+    const V8 b = load8(panel + k * 8);
+    for (int r = 0; r < kRows; ++r) acc[r] += splat8(a[r * lda + k]) * b;
+  }
+  for (int r = 0; r < kRows; ++r) store8(out + r * ldo, acc[r]);
+}
+
+template <int kRows>
+OPGATE_INLINE void gemm_panel8_vec(const double* a, int64_t rows, int64_t lda, int64_t kdim, const double* panel,
+                                   double* out, int64_t ldo) {
+  int64_t r = 0;
+  for (; r + kRows <= rows; r += kRows) gemm_rows_vec<kRows>(a + r * lda, lda, kdim, panel, out + r * ldo, ldo);
+  for (; r < rows; ++r) gemm_rows_vec<1>(a + r * lda, lda, kdim, panel, out + r * ldo, ldo);
+}
+
 // NaN patterns take the table, so NaN payloads are the scalar path's too.
 OPGATE_INLINE bool any_nan8(const uint16_t* h, bool bf16) {
   bool nan = false;
@@ -224,7 +256,11 @@ __attribute__((target("avx2,f16c"))) void halves_to_double_f16c(const uint16_t* 
   for (; i < count; ++i) dst[i] = tab[src[i]];
 }
 
-#define OPGATE_PATH(suffix, attr, f16c)                                                                          \
+#define OPGATE_PATH(suffix, attr, f16c, gemm_rows)                                                               \
+  attr void gemm_panel8_##suffix(const double* a, int64_t rows, int64_t lda, int64_t kdim, const double* panel,   \
+                                 double* out, int64_t ldo) {                                                      \
+    gemm_panel8_vec<gemm_rows>(a, rows, lda, kdim, panel, out, ldo);                                              \
+  }                                                                                                               \
   attr void dot8_abs_##suffix(const double* x, int64_t heads, const double* y, int64_t n, double* dot,            \
                               double* mag) {                                                                      \
     dot8_abs_vec(x, heads, y, n, dot, mag);                                                                       \
@@ -243,14 +279,16 @@ __attribute__((target("avx2,f16c"))) void halves_to_double_f16c(const uint16_t* 
     halves_to_double_vec(src, count, bf16, dst);                                                                  \
   }                                                                                                               \
   const Kernels kKernels_##suffix = {dot8_abs_##suffix, scaled_add_##suffix, deviation_add_##suffix,              \
-                                     slot8_dot_##suffix, halves_to_double_##suffix};
+                                     slot8_dot_##suffix, gemm_panel8_##suffix, halves_to_double_##suffix};
 
-OPGATE_PATH(sse2, , false)
-OPGATE_PATH(avx2, __attribute__((target("avx2,f16c"))), true)
-OPGATE_PATH(avx512, __attribute__((target("avx512f,avx2,f16c"))), true)
+// Rows per register tile: accumulators in 8 of the 16 xmm/ymm registers (SSE2 2, AVX2 4 rows),
+// 8 of the 32 zmm registers (AVX-512, 8 rows).
+OPGATE_PATH(sse2, , false, 2)
+OPGATE_PATH(avx2, __attribute__((target("avx2,f16c"))), true, 4)
+OPGATE_PATH(avx512, __attribute__((target("avx512f,avx2,f16c"))), true, 8)
 
-const Kernels kKernels_scalar = {dot8_abs_scalar, scaled_add_scalar, deviation_add_scalar, slot8_dot_scalar,
-                                 halves_to_double_scalar};
+const Kernels kKernels_scalar = {dot8_abs_scalar,  scaled_add_scalar,  deviation_add_scalar,
+                                 slot8_dot_scalar, gemm_panel8_scalar, halves_to_double_scalar};
 
 Isa widest() {
   static const Isa best = [] {

@@ -89,6 +89,26 @@ TEST(SharedSimd, Slot8AndScaledAddByHand) {
   }
 }
 
+TEST(SharedSimd, GemmPanelByHand) {
+  // a = [[1, 2], [3, 4], [5, 6]], panel columns j: b[0][j] = j, b[1][j] = 1: out[r][j] = a0 * j + a1.
+  const std::vector<double> a = {1, 2, 3, 4, 5, 6};
+  std::vector<double> panel(16);
+  for (int j = 0; j < 8; ++j) {
+    panel[static_cast<size_t>(j)] = j;
+    panel[static_cast<size_t>(8 + j)] = 1;
+  }
+  for (Isa isa : {Isa::kScalar, Isa::kSse2, Isa::kAvx2, Isa::kAvx512}) {
+    std::vector<double> out(24, -1.0);
+    kernels(isa).gemm_panel8(a.data(), 3, 2, 2, panel.data(), out.data(), 8);
+    for (int r = 0; r < 3; ++r) {
+      for (int j = 0; j < 8; ++j) {
+        EXPECT_EQ(out[static_cast<size_t>(r * 8 + j)], a[static_cast<size_t>(2 * r)] * j + a[static_cast<size_t>(2 * r + 1)])
+            << isa_name(isa);
+      }
+    }
+  }
+}
+
 TEST(SharedSimd, EveryPathMatchesTheScalarFormulationBitForBit) {
   const Kernels& ref = kernels(Isa::kScalar);
   int checked = 0;
@@ -125,6 +145,13 @@ TEST(SharedSimd, EveryPathMatchesTheScalarFormulationBitForBit) {
           expect_same_bits(w1, w2, "deviation_add wsum", isa);
           expect_same_bits(t1, t2, "deviation_add tail", isa);
         }
+
+        // A 13-row product (every row-tile remainder) with lda and ldo wider than the data.
+        const std::vector<double> ga = values(13 * (un + 3), 21, special), panel = values(8 * un, 22, special);
+        std::vector<double> go1(13 * 10, 1.5), go2 = go1;
+        ref.gemm_panel8(ga.data(), 13, n + 3, n, panel.data(), go1.data(), 10);
+        k.gemm_panel8(ga.data(), 13, n + 3, n, panel.data(), go2.data(), 10);
+        expect_same_bits(go1, go2, "gemm_panel8", isa);
 
         const std::vector<double> sx = values(8 * un, 11, special), sb = values(8 * un, 12, special);
         std::vector<double> s1(8, 0.5), g1(8, 0.0), s2 = s1, g2 = g1;
