@@ -350,7 +350,7 @@ RefOutputs reference(const Params& p, const TensorMap& inputs) {
   // Each token r owns its slots i = r*K + k: their gradScales and the gradExpandedX rows they
   // address (distinct, check_data); tokens run in parallel when no row is addressed twice.
   const int64_t slots = idx.numel();
-  const int64_t tokens = (slots + k_slots - 1) / k_slots;
+  const int64_t tokens = k_slots > 0 ? (slots + k_slots - 1) / k_slots : 0;  // K = 0: no slots
   std::vector<int64_t> rows(static_cast<size_t>(slots));
   std::vector<char> written(static_cast<size_t>(std::max<int64_t>(d0, 0)), 0);
   bool distinct = true;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,27 @@ TEST(SharedParallel, MoeFinalizeRoutingGradIsBitIdenticalAcrossThreadsAndIsa) {
   ASSERT_TRUE(in.has_value()) << in.status().message();
   expect_independent_of_threads_and_isa([&] { return ref::moe_finalize_routing_v2_grad::reference(pk.first, in.value()); },
                                         "mfrg");
+}
+
+TEST(SharedParallel, MoeFinalizeRoutingGradWithoutSlotsOrColumns) {
+  // K = 0 (no slots: a shrinker's corner) and H = 0 produce empty or all-zero outputs, no crash.
+  namespace mrg = ref::moe_finalize_routing_v2_grad;
+  for (const auto& [k, h] : {std::pair<int64_t, int64_t>{0, 4}, {2, 0}}) {
+    mrg::Params p;
+    p.num_rows = 3;
+    p.top_k = k;
+    p.hidden = h;
+    p.dtype = DType::kBF16;
+    p.has_scales = true;
+    TensorMap in;
+    for (const auto& [name, spec] : mrg::specs(p)) {
+      if (spec.present) in[name] = Tensor::zeros(spec.dtype, spec.shape);
+    }
+    const RefOutputs out = mrg::reference(p, in);
+    const Tensor& gs = out.expected.at("gradScalesOut");
+    EXPECT_EQ(gs.numel(), 3 * k);
+    for (int64_t i = 0; i < gs.numel(); ++i) EXPECT_EQ(gs.get(i), 0.0);
+  }
 }
 
 TEST(SharedParallel, FfnWorkerBatchingIsBitIdenticalAcrossThreads) {
