@@ -14,8 +14,9 @@ namespace opgate::ref::moe_ffn {
 void gemm_rows(const double* a, int64_t rows, int64_t kdim, const double* b, int64_t n, double* out,
                const double* w = nullptr, double* mag = nullptr);
 
-// Runs fn(0) .. fn(tasks - 1) on up to hardware_concurrency threads. Tasks must write disjoint
-// outputs; each task runs on one thread, so results do not depend on the thread count.
+// Runs fn(0) .. fn(tasks - 1) through math::parallel_for (shared_parallel.h: `--threads`). Tasks
+// must write disjoint outputs; each task runs on one thread, so results do not depend on the
+// thread count.
 void parallel_for(int64_t tasks, const std::function<void(int64_t)>& fn);
 
 }  // namespace opgate::ref::moe_ffn
