@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "reference/math/moe_ffn_bound.h"
 #include "reference/math/moe_ffn_gemm.h"
+#include "reference/math/shared_parallel.h"
+#include "reference/math/shared_simd.h"
 
 namespace opgate::ref::moe_ffn {
 namespace {
@@ -16,18 +19,28 @@ namespace {
 constexpr int64_t kRowBlock = 64;      // rows of one expert per parallel task
 constexpr double kTwo24 = 16777216.0;  // int32 -> fp32 conversion is exact below 2^24
 
+// fp16/bf16 through the exact vector conversion, in blocks over the threads; others by element.
 std::vector<double> values_of(const Tensor& t) {
   std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
+  if (t.dtype() != DType::kF16 && t.dtype() != DType::kBF16) {
+    for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
+    return v;
+  }
+  constexpr int64_t kBlock = int64_t{1} << 20;
+  math::parallel_for((t.numel() + kBlock - 1) / kBlock, [&](int64_t b) {
+    const int64_t first = b * kBlock;
+    math::kernels().halves_to_double(t.ptr<uint16_t>() + first, std::min(kBlock, t.numel() - first),
+                                     t.dtype() == DType::kBF16, v.data() + first);
+  });
   return v;
 }
 
 int product_grid(int a, int b) { return a == kNoGrid || b == kNoGrid ? kNoGrid : a + b; }
 int grid_of(const std::vector<double>& v) { return grid_exponent(v.data(), static_cast<int64_t>(v.size())); }
 
-double max_abs(const std::vector<double>& v) {
+double max_abs(const double* v, int64_t n) {
   double m = 0;
-  for (double x : v) m = std::max(m, std::fabs(x));
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(v[i]));
   return m;
 }
 
@@ -225,37 +238,46 @@ void run_zero_hidden(const Data& d) {
   }
 }
 
+// Row norms, column norms and grids; rows and experts over the threads (each sum is one thread's,
+// in the same order as a serial loop).
 void prepare_float(Data& d, int64_t e_n) {
   const int64_t m = d.p.m, k = d.k, n = d.n;
   d.x_norm.assign(static_cast<size_t>(m), 0.0);
-  for (int64_t r = 0; r < m; ++r) {
+  math::parallel_for(m, [&](int64_t r) {
     double s = 0;
     for (int64_t j = 0; j < k; ++j) s += d.x[static_cast<size_t>(r * k + j)] * d.x[static_cast<size_t>(r * k + j)];
     d.x_norm[static_cast<size_t>(r)] = std::sqrt(s);
-  }
+  }, 64);
   d.w1_norm.assign(static_cast<size_t>(e_n * n), 0.0);
-  for (int64_t e = 0; e < e_n; ++e) {
+  const int grid_x = grid_of(d.x);
+  // A slice of an optional per-expert tensor; empty (nullptr, 0) when the tensor is absent.
+  const auto slice = [](const std::vector<double>& v, int64_t e, int64_t len) {
+    return v.empty() ? std::pair<const double*, int64_t>{nullptr, 0} : std::pair{v.data() + e * len, len};
+  };
+  const auto ue_n = static_cast<size_t>(e_n);
+  d.grid1.assign(ue_n, 0);
+  d.grid_w2.assign(ue_n, 0);
+  d.grid_b2.assign(ue_n, 0);
+  d.w2_max.assign(ue_n, 0.0);
+  d.b2_max.assign(ue_n, 0.0);
+  math::parallel_for(e_n, [&](int64_t e) {
     double* dst = d.w1_norm.data() + e * n;
     for (int64_t i = 0; i < k; ++i) {
       const double* row = d.w1.data() + (e * k + i) * n;
       for (int64_t j = 0; j < n; ++j) dst[j] += row[j] * row[j];
     }
     for (int64_t j = 0; j < n; ++j) dst[j] = std::sqrt(dst[j]);
-  }
-  const int grid_x = grid_of(d.x);
-  const auto slice = [](const std::vector<double>& v, int64_t e, int64_t len) {
-    if (v.empty()) return std::vector<double>();
-    return std::vector<double>(v.begin() + e * len, v.begin() + (e + 1) * len);
-  };
-  for (int64_t e = 0; e < e_n; ++e) {
-    const std::vector<double> w1 = slice(d.w1, e, k * n), w2 = slice(d.w2, e, n * k);
-    const std::vector<double> b1 = slice(d.b1, e, n), b2 = slice(d.b2, e, k);
-    d.grid1.push_back(std::min(product_grid(grid_x, grid_of(w1)), grid_of(b1)));
-    d.grid_w2.push_back(grid_of(w2));
-    d.grid_b2.push_back(grid_of(b2));
-    d.w2_max.push_back(max_abs(w2));
-    d.b2_max.push_back(max_abs(b2));
-  }
+    const auto [w1, w1_len] = slice(d.w1, e, k * n);
+    const auto [w2, w2_len] = slice(d.w2, e, n * k);
+    const auto [b1, b1_len] = slice(d.b1, e, n);
+    const auto [b2, b2_len] = slice(d.b2, e, k);
+    const auto ue = static_cast<size_t>(e);
+    d.grid1[ue] = std::min(product_grid(grid_x, grid_exponent(w1, w1_len)), grid_exponent(b1, b1_len));
+    d.grid_w2[ue] = grid_exponent(w2, w2_len);
+    d.grid_b2[ue] = grid_exponent(b2, b2_len);
+    d.w2_max[ue] = max_abs(w2, w2_len);
+    d.b2_max[ue] = max_abs(b2, b2_len);
+  });
 }
 
 }  // namespace

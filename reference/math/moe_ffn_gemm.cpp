@@ -14,31 +14,39 @@
 namespace opgate::ref::moe_ffn {
 namespace {
 
-constexpr int64_t kPanel = 8;  // columns of b packed together (one 8-double vector)
+constexpr int64_t kPanel = 8;    // columns of b packed together (one 8-double vector)
+constexpr int64_t kDepth = 128;  // k per block: a block of 64 rows of a (64 KiB) stays in L2
 
-// out = a * f(b) with f = identity or |.|: each K x 8 column panel of b is packed once (contiguous,
-// zero-padded at the right edge) and multiplied by all rows; a ragged panel goes through a
-// rows x 8 scratch of which `cols` columns are kept.
+// out = a * f(b) with f = identity or |.|, by blocks of k (each element's sum continues from the
+// previous block's partial sum, so the order stays increasing k) and 8-column panels of b packed
+// contiguously (zero-padded at the right edge); a ragged panel goes through a rows x 8 scratch of
+// which `cols` columns are kept.
 template <bool kAbs>
 void product(const double* a, int64_t rows, int64_t kdim, const double* b, int64_t n, double* out) {
   const math::Kernels& kn = math::kernels();
-  std::vector<double> panel(static_cast<size_t>(kdim * kPanel));
-  std::vector<double> edge;
-  for (int64_t j0 = 0; j0 < n; j0 += kPanel) {
-    const int64_t cols = std::min(kPanel, n - j0);
-    for (int64_t k = 0; k < kdim; ++k) {
-      for (int64_t j = 0; j < kPanel; ++j) {
-        const double v = j < cols ? b[k * n + j0 + j] : 0.0;
-        panel[static_cast<size_t>(k * kPanel + j)] = kAbs ? std::fabs(v) : v;
+  std::vector<double> panel(static_cast<size_t>(kDepth * kPanel));
+  const int64_t edge_cols = n % kPanel;
+  std::vector<double> edge(static_cast<size_t>(edge_cols > 0 ? rows * kPanel : 0));
+  for (int64_t k0 = 0; k0 < kdim; k0 += kDepth) {
+    const int64_t depth = std::min(kDepth, kdim - k0);
+    const bool accumulate = k0 > 0;
+    for (int64_t j0 = 0; j0 < n; j0 += kPanel) {
+      const int64_t cols = std::min(kPanel, n - j0);
+      for (int64_t k = 0; k < depth; ++k) {
+        for (int64_t j = 0; j < kPanel; ++j) {
+          const double v = j < cols ? b[(k0 + k) * n + j0 + j] : 0.0;
+          panel[static_cast<size_t>(k * kPanel + j)] = kAbs ? std::fabs(v) : v;
+        }
+      }
+      if (cols == kPanel) {
+        kn.gemm_panel8(a + k0, rows, kdim, depth, panel.data(), out + j0, n, accumulate);
+      } else {
+        kn.gemm_panel8(a + k0, rows, kdim, depth, panel.data(), edge.data(), kPanel, accumulate);
       }
     }
-    if (cols == kPanel) {
-      kn.gemm_panel8(a, rows, kdim, kdim, panel.data(), out + j0, n);
-      continue;
-    }
-    edge.assign(static_cast<size_t>(rows * kPanel), 0.0);
-    kn.gemm_panel8(a, rows, kdim, kdim, panel.data(), edge.data(), kPanel);
-    for (int64_t r = 0; r < rows; ++r) std::copy_n(edge.data() + r * kPanel, cols, out + r * n + j0);
+  }
+  for (int64_t r = 0; edge_cols > 0 && r < rows; ++r) {
+    std::copy_n(edge.data() + r * kPanel, edge_cols, out + r * n + (n - edge_cols));
   }
 }
 

@@ -61,10 +61,10 @@ void slot8_dot_scalar(const double* x, const double* b, const double* g, int64_t
 }
 
 void gemm_panel8_scalar(const double* a, int64_t rows, int64_t lda, int64_t kdim, const double* panel, double* out,
-                        int64_t ldo) {
+                        int64_t ldo, bool accumulate) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t j = 0; j < 8; ++j) {
-      double acc = 0;
+      double acc = accumulate ? out[r * ldo + j] : 0.0;
       for (int64_t k = 0; k < kdim; ++k) acc += a[r * lda + k] * panel[k * 8 + j];
       out[r * ldo + j] = acc;
     }
@@ -104,7 +104,9 @@ OPGATE_INLINE V8 load8(const double* p) {
 }
 OPGATE_INLINE void store8(double* p, V8 v) { std::memcpy(p, &v, sizeof v); }
 OPGATE_INLINE V8 abs8(V8 v) { return reinterpret_cast<V8>(reinterpret_cast<I8>(v) & INT64_MAX); }
-OPGATE_INLINE V8 splat8(double a) { return V8{a, a, a, a, a, a, a, a}; }
+// A vector-scalar operation broadcasts the scalar (one instruction; an initialiser list of 8 copies
+// becomes 8 masked broadcasts). 1 * a == a for every a, -0 and the infinities included.
+OPGATE_INLINE V8 splat8(double a) { return V8{1, 1, 1, 1, 1, 1, 1, 1} * a; }
 
 // The 8 lanes of one row after the main loop, then the tail (element i to lane i % 8) and the tree.
 OPGATE_INLINE void finish_lanes(V8 lv, V8 av, const double* x, const double* y, int64_t i, int64_t n, double* dot,
@@ -180,7 +182,7 @@ OPGATE_INLINE void slot8_dot_vec(const double* x, const double* b, const double*
                                  double* mag) {
   V8 s = load8(sum), m = load8(mag);
   for (int64_t j = 0; j < n; ++j) {
-    const V8 t = (load8(x + j * 8) + load8(b + j * 8)) * splat8(g[j]);
+    const V8 t = (load8(x + j * 8) + load8(b + j * 8)) * g[j];
     s += t;
     m += abs8(t);
   }
@@ -191,22 +193,24 @@ OPGATE_INLINE void slot8_dot_vec(const double* x, const double* b, const double*
 // kRows rows at a time: kRows independent 8-wide sums per k step hide the add latency.
 template <int kRows>
 OPGATE_INLINE void gemm_rows_vec(const double* a, int64_t lda, int64_t kdim, const double* panel, double* out,
-                                 int64_t ldo) {
+                                 int64_t ldo, bool accumulate) {
   V8 acc[kRows];
-  for (int r = 0; r < kRows; ++r) acc[r] = splat8(0);
+  for (int r = 0; r < kRows; ++r) acc[r] = accumulate ? load8(out + r * ldo) : splat8(0);
   for (int64_t k = 0; k < kdim; ++k) {
     const V8 b = load8(panel + k * 8);
-    for (int r = 0; r < kRows; ++r) acc[r] += splat8(a[r * lda + k]) * b;
+    for (int r = 0; r < kRows; ++r) acc[r] += b * a[r * lda + k];  // a * b: products commute exactly
   }
   for (int r = 0; r < kRows; ++r) store8(out + r * ldo, acc[r]);
 }
 
 template <int kRows>
 OPGATE_INLINE void gemm_panel8_vec(const double* a, int64_t rows, int64_t lda, int64_t kdim, const double* panel,
-                                   double* out, int64_t ldo) {
+                                   double* out, int64_t ldo, bool accumulate) {
   int64_t r = 0;
-  for (; r + kRows <= rows; r += kRows) gemm_rows_vec<kRows>(a + r * lda, lda, kdim, panel, out + r * ldo, ldo);
-  for (; r < rows; ++r) gemm_rows_vec<1>(a + r * lda, lda, kdim, panel, out + r * ldo, ldo);
+  for (; r + kRows <= rows; r += kRows) {
+    gemm_rows_vec<kRows>(a + r * lda, lda, kdim, panel, out + r * ldo, ldo, accumulate);
+  }
+  for (; r < rows; ++r) gemm_rows_vec<1>(a + r * lda, lda, kdim, panel, out + r * ldo, ldo, accumulate);
 }
 
 // NaN patterns take the table, so NaN payloads are the scalar path's too.
@@ -261,8 +265,8 @@ __attribute__((target("avx2,f16c"))) void halves_to_double_f16c(const uint16_t* 
 
 #define OPGATE_PATH(suffix, attr, f16c, gemm_rows)                                                               \
   attr void gemm_panel8_##suffix(const double* a, int64_t rows, int64_t lda, int64_t kdim, const double* panel,   \
-                                 double* out, int64_t ldo) {                                                      \
-    gemm_panel8_vec<gemm_rows>(a, rows, lda, kdim, panel, out, ldo);                                              \
+                                 double* out, int64_t ldo, bool accumulate) {                                     \
+    gemm_panel8_vec<gemm_rows>(a, rows, lda, kdim, panel, out, ldo, accumulate);                                  \
   }                                                                                                               \
   attr void dot8_abs_##suffix(const double* x, int64_t heads, const double* y, int64_t n, double* dot,            \
                               double* mag) {                                                                      \

@@ -34,11 +34,12 @@ struct Kernels {
   // For 8 slots s, with columns stored interleaved (element j of slot s at [j * 8 + s]):
   //   t = (x[j,s] + b[j,s]) * g[j];  sum[s] += t;  mag[s] += |t|   for j = 0 .. n-1 in order.
   void (*slot8_dot)(const double* x, const double* b, const double* g, int64_t n, double* sum, double* mag);
-  // out[r * ldo + j] = sum_k a[r * lda + k] * panel[k * 8 + j] for r < rows, j < 8: each element
-  // one sum in increasing k (product rounded, then added), starting from 0. `panel` holds 8
+  // out[r * ldo + j] = s + sum_k a[r * lda + k] * panel[k * 8 + j] for r < rows, j < 8, with s = 0,
+  // or s = out[r * ldo + j] when `accumulate` (a product split over blocks of k continues the same
+  // sum): each element one sum in increasing k (product rounded, then added). `panel` holds 8
   // columns of the right-hand matrix packed row by row (pad unused columns with zeros).
   void (*gemm_panel8)(const double* a, int64_t rows, int64_t lda, int64_t kdim, const double* panel, double* out,
-                      int64_t ldo);
+                      int64_t ldo, bool accumulate);
   // dst[i] = the exact double value of the fp16 (bf16 = false) or bf16 bit pattern src[i].
   void (*halves_to_double)(const uint16_t* src, int64_t count, bool bf16, double* dst);
 };

@@ -99,13 +99,18 @@ TEST(SharedSimd, GemmPanelByHand) {
   }
   for (Isa isa : {Isa::kScalar, Isa::kSse2, Isa::kAvx2, Isa::kAvx512}) {
     std::vector<double> out(24, -1.0);
-    kernels(isa).gemm_panel8(a.data(), 3, 2, 2, panel.data(), out.data(), 8);
+    kernels(isa).gemm_panel8(a.data(), 3, 2, 2, panel.data(), out.data(), 8, false);
     for (int r = 0; r < 3; ++r) {
       for (int j = 0; j < 8; ++j) {
         EXPECT_EQ(out[static_cast<size_t>(r * 8 + j)], a[static_cast<size_t>(2 * r)] * j + a[static_cast<size_t>(2 * r + 1)])
             << isa_name(isa);
       }
     }
+    // Split over k: the first row of a, then the second, continuing the same sums.
+    std::vector<double> split(24, -1.0);
+    kernels(isa).gemm_panel8(a.data(), 3, 2, 1, panel.data(), split.data(), 8, false);
+    kernels(isa).gemm_panel8(a.data() + 1, 3, 2, 1, panel.data() + 8, split.data(), 8, true);
+    EXPECT_EQ(split, out) << isa_name(isa);
   }
 }
 
@@ -149,9 +154,11 @@ TEST(SharedSimd, EveryPathMatchesTheScalarFormulationBitForBit) {
         // A 13-row product (every row-tile remainder) with lda and ldo wider than the data.
         const std::vector<double> ga = values(13 * (un + 3), 21, special), panel = values(8 * un, 22, special);
         std::vector<double> go1(13 * 10, 1.5), go2 = go1;
-        ref.gemm_panel8(ga.data(), 13, n + 3, n, panel.data(), go1.data(), 10);
-        k.gemm_panel8(ga.data(), 13, n + 3, n, panel.data(), go2.data(), 10);
-        expect_same_bits(go1, go2, "gemm_panel8", isa);
+        for (bool accumulate : {false, true}) {
+          ref.gemm_panel8(ga.data(), 13, n + 3, n, panel.data(), go1.data(), 10, accumulate);
+          k.gemm_panel8(ga.data(), 13, n + 3, n, panel.data(), go2.data(), 10, accumulate);
+          expect_same_bits(go1, go2, "gemm_panel8", isa);
+        }
 
         const std::vector<double> sx = values(8 * un, 11, special), sb = values(8 * un, 12, special);
         std::vector<double> s1(8, 0.5), g1(8, 0.0), s2 = s1, g2 = g1;
