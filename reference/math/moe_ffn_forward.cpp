@@ -16,7 +16,7 @@
 namespace opgate::ref::moe_ffn {
 namespace {
 
-constexpr int64_t kRowBlock = 64;      // rows of one expert per parallel task
+constexpr int64_t kRowBlock = 256;     // rows of one expert per parallel task (amortises packing b)
 constexpr double kTwo24 = 16777216.0;  // int32 -> fp32 conversion is exact below 2^24
 
 // fp16/bf16 through the exact vector conversion, in blocks over the threads; others by element.
