@@ -15,6 +15,7 @@
 
 #include "cases/ffn_worker_batching.h"
 #include "cases/incre_flash_attention_v3.h"
+#include "cases/moe_ffn.h"
 #include "cases/moe_finalize_routing_v2_grad.h"
 #include "reference/math/shared_simd.h"
 
@@ -151,6 +152,16 @@ TEST(SharedParallel, MoeFinalizeRoutingGradWithoutSlotsOrColumns) {
     EXPECT_EQ(gs.numel(), 3 * k);
     for (int64_t i = 0; i < gs.numel(); ++i) EXPECT_EQ(gs.get(i), 0.0);
   }
+}
+
+TEST(SharedParallel, MoeFfnIsBitIdenticalAcrossThreadsAndIsa) {
+  namespace mffn = cases::moe_ffn;
+  // Three experts (one of 300 rows: a full 256-row task and a partial one), N1 = 45 (a ragged
+  // 8-column panel), K1 = 150 (a partial 128-deep k block), biases.
+  const auto pk = mffn::Builder().tokens({300, 0, 17}).k1(150).n1(45).bias1().bias2().build();
+  const auto in = mffn::fill(pk.first, pk.second, ref::moe_ffn::specs(pk.first), FillMode::kRealistic, 9);
+  ASSERT_TRUE(in.has_value()) << in.status().message();
+  expect_independent_of_threads_and_isa([&] { return ref::moe_ffn::reference(pk.first, in.value()); }, "mffn");
 }
 
 TEST(SharedParallel, FfnWorkerBatchingIsBitIdenticalAcrossThreads) {
