@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -327,7 +328,16 @@ bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(w
 
 Isa isa() {
   const int v = g_isa.load(std::memory_order_relaxed);
-  return v < 0 ? widest() : static_cast<Isa>(v);
+  if (v >= 0) return static_cast<Isa>(v);
+  // OPGATE_ISA=scalar|sse2|avx2|avx512 pins the path (benchmarks; results are the same on all).
+  static const Isa from_env = [] {
+    const char* env = std::getenv("OPGATE_ISA");
+    for (Isa i : {Isa::kScalar, Isa::kSse2, Isa::kAvx2, Isa::kAvx512}) {
+      if (env != nullptr && std::strcmp(env, isa_name(i)) == 0 && isa_supported(i)) return i;
+    }
+    return widest();
+  }();
+  return from_env;
 }
 
 void set_isa(Isa isa) { g_isa.store(isa_supported(isa) ? static_cast<int>(isa) : -1, std::memory_order_relaxed); }

@@ -15,7 +15,8 @@ enum class Isa : uint8_t { kScalar, kSse2, kAvx2, kAvx512 };
 const char* isa_name(Isa isa);
 // Whether this CPU runs the path (scalar and SSE2 always; AVX2 also needs F16C).
 bool isa_supported(Isa isa);
-// The path the kernels use: the last set_isa, else the widest supported one.
+// The path the kernels use: the last set_isa, else OPGATE_ISA (scalar, sse2, avx2, avx512) when
+// set to a supported path, else the widest supported one.
 Isa isa();
 // Selects the path (tests, benchmarks); an unsupported path falls back to the widest supported.
 void set_isa(Isa isa);
