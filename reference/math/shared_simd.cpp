@@ -3,6 +3,7 @@
 // attributes. Vector operations are element-wise, so a vector of 8 holds 8 independent sums.
 #include "reference/math/shared_simd.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <atomic>
@@ -298,14 +299,18 @@ OPGATE_PATH(avx512, __attribute__((target("avx512f,avx2,f16c"))), true, 8)
 const Kernels kKernels_scalar = {dot8_abs_scalar,  scaled_add_scalar,  deviation_add_scalar,
                                  slot8_dot_scalar, gemm_panel8_scalar, halves_to_double_scalar};
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c".
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+
 Isa widest() {
   static const Isa best = [] {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
-      return Isa::kAvx512;
-    }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return Isa::kAvx2;
-    return Isa::kSse2;
+    const bool avx2 = __builtin_cpu_supports("avx2") && has_f16c();
+    if (avx2 && __builtin_cpu_supports("avx512f")) return Isa::kAvx512;
+    return avx2 ? Isa::kAvx2 : Isa::kSse2;
   }();
   return best;
 }
