@@ -2,6 +2,7 @@
 // error propagation through the kernel's rounding points, with the AscendC activation op sequences
 // (gelu_impl.h FastGeluCalcSimplified / GeluCalcSimplifiedAvoid, silu_common_impl.h).
 #include "reference/math/moe_ffn_bound.h"
+#include "reference/math/shared_round.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +20,7 @@ constexpr double kExpUlps = 2.0;    // ASSUMPTION: vector Exp within 2 ulps
 struct Eval {
   DType t;
 
-  Tracked constant(double k) const { return {round_to(t, k), 0.0}; }
+  Tracked constant(double k) const { return {math::round_fast(t, k), 0.0}; }
   // Vector Muls / Adds round to nearest even; exact operands give the device's value exactly.
   Tracked mul(Tracked a, Tracked b) const {
     return round_exact({a.v * b.v, std::fabs(a.v) * b.e + std::fabs(b.v) * a.e + a.e * b.e}, t,
@@ -45,7 +46,7 @@ Tracked sigmoid_gate(const Eval& ev, Tracked x, double c) {
   const Tracked t = ev.mul(x, ev.constant(c));
   if (std::exp(t.v + t.e) * (1 + 4 * unit_roundoff(ev.t)) >= max_finite(ev.t)) {
     const double e_min = std::exp(t.v - t.e) * (1 - 4 * unit_roundoff(ev.t));
-    return {0.0, (std::fabs(x.v) + x.e) / (1 + e_min) + ulp(ev.t, 0.0)};
+    return {0.0, (std::fabs(x.v) + x.e) / (1 + e_min) + math::ulp_fast(ev.t, 0.0)};
   }
   const Tracked d = ev.add(ev.exp(t), ev.constant(1.0));
   return ev.div(x, d);
@@ -77,15 +78,17 @@ Tracked round_bound(Tracked x, DType t, double ulps) {
     const double slack = x.e > 0 ? 4 * std::numeric_limits<double>::epsilon() * (std::fabs(x.v) + x.e) : 0.0;
     const double lo = x.v - x.e - slack;
     const double hi = x.v + x.e + slack;
-    const double r_lo = std::min(round_to(t, lo, Rounding::kNearestEven), round_to(t, lo, Rounding::kHalfAway));
-    const double r_hi = std::max(round_to(t, hi, Rounding::kNearestEven), round_to(t, hi, Rounding::kHalfAway));
+    const double r_lo =
+        std::min(math::round_fast(t, lo, Rounding::kNearestEven), math::round_fast(t, lo, Rounding::kHalfAway));
+    const double r_hi =
+        std::max(math::round_fast(t, hi, Rounding::kNearestEven), math::round_fast(t, hi, Rounding::kHalfAway));
     if (!std::isfinite(r_lo) || !std::isfinite(r_hi)) return {x.v, kInf};
     return {x.v, std::max(x.v - r_lo, r_hi - x.v)};
   }
   if (x.e == 0 && x.v == 0) return x;
   const double reach = std::fabs(x.v) + x.e;
   if (reach >= max_finite(t)) return {x.v, kInf};
-  return {x.v, x.e + ulps * ulp(t, reach)};
+  return {x.v, x.e + ulps * math::ulp_fast(t, reach)};
 }
 
 Tracked round_exact(Tracked x, DType t, Rounding mode) {
@@ -93,8 +96,8 @@ Tracked round_exact(Tracked x, DType t, Rounding mode) {
     // Rounding is monotone: the device's result lies between the roundings of the ends of
     // [v - e, v + e] (widened as in round_bound); when they coincide it is that value.
     const double slack = x.e > 0 ? 4 * std::numeric_limits<double>::epsilon() * (std::fabs(x.v) + x.e) : 0.0;
-    const double r_lo = round_to(t, x.v - x.e - slack, mode);
-    const double r_hi = round_to(t, x.v + x.e + slack, mode);
+    const double r_lo = math::round_fast(t, x.v - x.e - slack, mode);
+    const double r_hi = math::round_fast(t, x.v + x.e + slack, mode);
     if (r_lo == r_hi && std::isfinite(r_lo)) return {r_lo, 0.0};
   }
   return round_bound(x, t);

@@ -11,6 +11,7 @@
 #include "reference/math/moe_ffn_bound.h"
 #include "reference/math/moe_ffn_gemm.h"
 #include "reference/math/shared_parallel.h"
+#include "reference/math/shared_round.h"
 #include "reference/math/shared_simd.h"
 
 namespace opgate::ref::moe_ffn {
@@ -46,7 +47,7 @@ double max_abs(const double* v, int64_t n) {
 
 // |fp32(v) - v| for an integer-valued accumulator v (exact below 2^24).
 double fp32_conversion_error(double v) {
-  return std::fabs(v) <= kTwo24 ? 0.0 : ulp(DType::kF32, std::fabs(v)) / 2;
+  return std::fabs(v) <= kTwo24 ? 0.0 : math::ulp_fast(DType::kF32, std::fabs(v)) / 2;
 }
 
 // Rows [row0, row0 + rows) all use expert `expert`.
@@ -173,8 +174,8 @@ void run_quant_task(const Data& d, const Task& t) {
       }
       const double s = d.scale[static_cast<size_t>(d.p.per_channel_scale ? e * n + j : e)];
       const double o = d.offset[static_cast<size_t>(e)];
-      const double s16 = round_to(DType::kF16, s);
-      const double o16 = round_to(DType::kF16, o);
+      const double s16 = math::round_fast(DType::kF16, s);
+      const double o16 = math::round_fast(DType::kF16, o);
       // AscendQuant in half: t = f16(f16(a16 * f16(s)) + f16(o)). With every operand exact on the
       // device, t is determined and so is aq = sat8(rne(t)), ties included.
       const Tracked prod_dev = round_exact({a.v * s16, std::fabs(s16) * a.e}, DType::kF16, Rounding::kNearestEven);
@@ -224,7 +225,7 @@ void run_zero_hidden(const Data& d) {
         const double b = d.bias2(ei, j);
         if (!d.quant()) {
           // bf16: the fp32 bias is cast with CAST_ROUND (ties away), a determined value.
-          d.y[r * d.k + j] = d.path == Path::kBF16 ? round_to(DType::kBF16, b, Rounding::kHalfAway) : b;
+          d.y[r * d.k + j] = d.path == Path::kBF16 ? math::round_fast(DType::kBF16, b, Rounding::kHalfAway) : b;
           continue;
         }
         // The vector AscendDequant multiplies in fp32 (RNE) and then casts to y's dtype.
