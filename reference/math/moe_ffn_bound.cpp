@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace opgate::ref::moe_ffn {
@@ -67,7 +68,8 @@ Tracked gelu_tanh(const Eval& ev, Tracked x) {
 
 }  // namespace
 
-double unit_roundoff(DType t) { return std::ldexp(1.0, -mantissa_digits(t)); }
+// 2^-p (p <= 53, exact); a division by a power of two instead of ldexp in per-element bounds.
+double unit_roundoff(DType t) { return 1.0 / static_cast<double>(uint64_t{1} << mantissa_digits(t)); }
 
 Tracked round_bound(Tracked x, DType t, double ulps) {
   if (!std::isfinite(x.v) || !std::isfinite(x.e)) return {x.v, kInf};
@@ -140,10 +142,14 @@ int grid_exponent(const double* v, int64_t n) {
   int best = kNoGrid;
   for (int64_t i = 0; i < n; ++i) {
     if (v[i] == 0.0 || !std::isfinite(v[i])) continue;
-    int ex = 0;
-    const double f = std::frexp(v[i], &ex);
-    const auto mant = static_cast<int64_t>(std::ldexp(std::fabs(f), 53));
-    best = std::min(best, ex - 53 + __builtin_ctzll(static_cast<uint64_t>(mant)));
+    // v = m * 2^(biased - 1075) (normal) or frac * 2^-1074 (subnormal): the lowest set bit of m
+    // is the grid (the same as frexp's mantissa scaled to an integer, without the library calls).
+    uint64_t b;
+    std::memcpy(&b, &v[i], sizeof b);
+    const int biased = static_cast<int>((b >> 52) & 0x7FF);
+    const uint64_t frac = b & ((uint64_t{1} << 52) - 1);
+    const uint64_t m = biased == 0 ? frac : frac | (uint64_t{1} << 52);
+    best = std::min(best, (biased == 0 ? -1074 : biased - 1075) + __builtin_ctzll(m));
   }
   return best;
 }

@@ -3,6 +3,7 @@
 // ulp either side of both, random doubles over every binade of the three formats, overflow edges,
 // zeros, double subnormals, infinities and NaN; for fp16, bf16 and fp32 in all three modes.
 #include "reference/math/shared_round.h"
+#include "reference/math/moe_ffn_bound.h"
 
 #include <cmath>
 #include <cstring>
@@ -79,6 +80,21 @@ TEST(SharedRound, UlpFastEqualsUlp) {
   EXPECT_EQ(ulp_fast(DType::kF16, 0.0), 0x1p-24);  // the smallest subnormal
   EXPECT_EQ(round_fast(DType::kF16, 1.0 + 0x1p-11), 1.0);  // a tie to even
   EXPECT_EQ(round_fast(DType::kF16, 1.0 + 0x1p-11, Rounding::kHalfAway), 1.0 + 0x1p-10);
+}
+
+TEST(SharedRound, MoeFfnGridExponentIsTheLowestSetBit) {
+  // By hand: 3 * 2^-5 has its lowest bit at 2^-5; 2^-1074 at 2^-1074; 6 = 110b at 2^1.
+  EXPECT_EQ(ref::moe_ffn::grid_exponent(std::vector<double>{3 * 0x1p-5}.data(), 1), -5);
+  EXPECT_EQ(ref::moe_ffn::grid_exponent(std::vector<double>{0x1p-1074}.data(), 1), -1074);
+  EXPECT_EQ(ref::moe_ffn::grid_exponent(std::vector<double>{6.0, -0.0, INFINITY}.data(), 3), 1);
+  // The frexp formulation on every probe (the minimum over one element at a time).
+  for (double v : probes()) {
+    if (v == 0.0 || !std::isfinite(v)) continue;
+    int ex = 0;
+    const double f = std::frexp(v, &ex);
+    const auto mant = static_cast<uint64_t>(std::ldexp(std::fabs(f), 53));
+    ASSERT_EQ(ref::moe_ffn::grid_exponent(&v, 1), ex - 53 + __builtin_ctzll(mant)) << std::hexfloat << v;
+  }
 }
 
 }  // namespace
