@@ -409,21 +409,21 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
   if (check.kind == CheckKind::kUndefined) return std::nullopt;
   const DType T = check.device_dtype;
   const bool integer_expected = is_integer(expected.dtype());
-  // Candidates: cared elements with a finite expected value, largest magnitude first, so the
-  // perturbation lands on a non-trivial element.
+  // Candidates: cared elements, those with a finite expected value first and the largest
+  // magnitude first among them, so the perturbation lands on a non-trivial element. An expected
+  // NaN or Inf is perturbed into a number, which no check accepts.
   std::vector<std::pair<double, int64_t>> cand;
-  int64_t compared = 0;
   for (int64_t i = 0; i < got.numel(); ++i) {
     if (!cared(care, i)) continue;
-    ++compared;
     const double e = expected.get(i);
-    if (std::isfinite(e)) cand.emplace_back(std::fabs(e), i);
+    cand.emplace_back(std::isfinite(e) ? std::fabs(e) : -1.0, i);
   }
+  const auto compared = static_cast<int64_t>(cand.size());
   if (compared == 0) return fmt::format("{}: no element is compared (care mask is empty)", check.name);
   const int64_t needed = allowed_bad(check, compared) + 1;
-  if (static_cast<int64_t>(cand.size()) < needed) {
-    return fmt::format("{}: only {} finite element(s); the standard needs {} bad ones to fail",
-                       check.name, cand.size(), needed);
+  if (compared < needed) {
+    return fmt::format("{}: only {} compared element(s); the standard needs {} bad ones to fail", check.name,
+                       compared, needed);
   }
   // Only the `needed` largest matter: a partial selection keeps this linear for huge outputs.
   auto larger = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
@@ -438,7 +438,8 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
     const double er = integer_expected ? e : round_to(T, e, check.rounding);
     const double mag = magnitude.defined() ? magnitude.get(i) : 0.0;
     const double allowed = element_allowance(check, check.kind == CheckKind::kTolerance ? e : er, mag);
-    auto v = value_beyond(T, check.kind == CheckKind::kTolerance ? e : er, er, allowed, integer_expected);
+    auto v = std::isfinite(e) ? value_beyond(T, check.kind == CheckKind::kTolerance ? e : er, er, allowed, integer_expected)
+                              : std::optional<double>(0.0);
     if (!v) {
       return fmt::format("{}: element {} has tolerance {:.3g}, wider than its dtype's range", check.name,
                          shape_to_string(got.unravel(i)), allowed);
