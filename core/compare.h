@@ -27,7 +27,9 @@ enum class Standard {
   // rounding with the check's mode) got must moreover be what some value within acc = c * u_acc *
   // magnitude_i of exp rounds to: one device value where [exp - acc, exp + acc] rounds to a single
   // one (a determined element), else a value between the rounded ends. Errors beyond that final
-  // rounding must also be balanced (core/error_balance.h).
+  // rounding must also be balanced (core/error_balance.h). Only `bound` models the kernel's
+  // rounding this way: the named external standards below keep their published definitions, and
+  // `quantized` is defined in steps from the rounded expectation.
   kBound,
   kAscendMixed,     // opbase mixed: |a-g| <= atol + rtol|g| on >= 99 %, max abs <= max(floor, 32 ulp)
   kMereMare,        // ecosystem: MERE < T and MARE < 10 T
