@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/error_balance.h"
+
 namespace opgate {
 namespace {
 
@@ -90,28 +92,67 @@ int64_t allowed_bad(const OutputCheck& check, int64_t compared) {
 
 bool cared(const Tensor& care, int64_t i) { return !care.defined() || care.get(i) != 0; }
 
+// A bound whose output term is one final rounding (half an ulp) in the check's mode: the kernel
+// returns round(x) for some x within acc = c * u_acc * magnitude of the reference.
+bool one_rounding_bound(const OutputCheck& check) {
+  return check.kind == CheckKind::kTolerance && check.tol.standard == Standard::kBound && check.tol.out_ulps == 0.5;
+}
+
+// Does `e` sit exactly on a rounding boundary of T under `r`? Midway between two neighbours for the
+// nearest modes (a tie), on a representable value for truncation.
+bool on_boundary(DType T, double e, Rounding r) {
+  const double toward_zero = round_to(T, e, Rounding::kTowardZero);
+  if (r == Rounding::kTowardZero) return toward_zero == e;
+  if (toward_zero == e) return false;
+  const double step = is_floating(T) ? ulp(T, toward_zero) : 1.0;
+  return std::fabs(e) - std::fabs(toward_zero) == 0.5 * step;
+}
+
 // The elementwise criterion of one element (the aggregate criteria of some standards come on top):
 // `g` against the raw reference `e`, rounded to the device dtype as `er`. The error is infinite
 // when exactly one side is not finite.
 struct Judgement {
   bool ok;
   double abs_err;
+  bool determined = false;  // the check accepts a single device value here
+  bool interval = false;    // a one-rounding bound: g must lie in [lo, hi]
+  double lo = 0, hi = 0;
 };
-Judgement judge(const OutputCheck& check, double e, double er, double g, double allowed) {
+Judgement judge(const OutputCheck& check, double e, double er, double g, double allowed, double mag) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  if (!std::isfinite(er) || !std::isfinite(e)) {
-    const bool ok = same_value(er, g) || (std::isnan(e) && std::isnan(g));
-    return {ok, ok ? 0.0 : kInf};
+  const bool exact = check.kind == CheckKind::kExact;
+  // An expected NaN is matched by a NaN only, an expected Inf by the same Inf only, under every
+  // check: an integer dtype's saturation or NaN-to-0 conversion does not make them a number.
+  if (!std::isfinite(e)) {
+    const bool ok = std::isnan(e) ? std::isnan(g) : g == e;
+    return {ok, ok ? 0.0 : kInf, exact};
   }
-  if (!std::isfinite(g)) return {false, kInf};
+  if (std::isnan(g)) return {false, kInf, exact};
+  if (one_rounding_bound(check)) {
+    const double acc = check.tol.c * check.tol.u_acc * mag;
+    if (std::isfinite(acc)) {
+      // Rounding is monotone, so round(x) for every x in [e - acc, e + acc] lies between the
+      // rounded ends; where they coincide (signed zeros compare equal: either sign may come out of
+      // an x near 0) only that value is right. Overflow rounds to inf, saturation to the range.
+      const double lo = round_to(check.device_dtype, e - acc, check.rounding);
+      const double hi = round_to(check.device_dtype, e + acc, check.rounding);
+      return {lo <= g && g <= hi, std::isfinite(g) ? std::fabs(g - e) : kInf, lo == hi, true, lo, hi};
+    }
+  }
+  if (!std::isfinite(er)) {  // a finite reference beyond the dtype's range
+    const bool ok = same_value(er, g);
+    return {ok, ok ? 0.0 : kInf, exact};
+  }
+  if (!std::isfinite(g)) return {false, kInf, exact};
   const double abs_err = std::fabs(g - (check.kind == CheckKind::kTolerance ? e : er));
-  return {check.kind == CheckKind::kExact ? same_value(er, g) : abs_err <= allowed, abs_err};
+  return {exact ? same_value(er, g) : abs_err <= allowed, abs_err, exact};
 }
 
 bool element_ok(const OutputCheck& check, const Tensor& expected, const Tensor& magnitude, int64_t i, double g) {
   const double e = expected.get(i);
   const double er = is_integer(expected.dtype()) ? e : round_to(check.device_dtype, e, check.rounding);
-  return judge(check, e, er, g, element_allowance(check, e, magnitude.defined() ? magnitude.get(i) : 0.0)).ok;
+  const double mag = magnitude.defined() ? magnitude.get(i) : 0.0;
+  return judge(check, e, er, g, element_allowance(check, e, mag), mag).ok;
 }
 
 // Standards whose verdict is the count of elementwise failures alone, so a sparse change of the
@@ -197,6 +238,8 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
   const DType T = check.device_dtype;
   const bool integer_expected = is_integer(expected.dtype());
   std::vector<std::pair<double, ComparePoint>> worst;
+  std::optional<ErrorBalance> balance;
+  if (one_rounding_bound(check)) balance.emplace(got.numel(), got.rank() >= 2 ? got.dim(got.rank() - 1) : got.numel());
   double sum_rel = 0, sum_sq = 0, dot = 0, norm_e = 0, norm_g = 0;
   int64_t n_pos = 0, n_neg = 0, n_finite = 0;
   double worst_abs_er = 0;  // rounded expected at the element with the largest abs error
@@ -209,7 +252,10 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
     const double g = got.get(i);
     const double mag = magnitude.defined() ? magnitude.get(i) : 0.0;
     const double allowed = element_allowance(check, e, mag);
-    const auto [ok, abs_err] = judge(check, e, er, g, allowed);
+    const Judgement judged = judge(check, e, er, g, allowed, mag);
+    const bool ok = judged.ok;
+    const double abs_err = judged.abs_err;
+    if (judged.determined) ++m.determined;
     // Still holding the poison and wrong: left unwritten. An integer poison (0xA5) is also a valid
     // value, which a quantized output may hold within its tolerance (a one-step flip onto -91);
     // that is a correct write, not an unwritten element. Float poisons are NaNs and never pass.
@@ -234,6 +280,9 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
       norm_g += g * g;
       if (g > ref) ++n_pos;
       if (g < ref) ++n_neg;
+      // The balance gate looks past the final rounding: errors against the correctly rounded
+      // reference, except at ties, where that rounding itself picks a side.
+      if (balance && g != er && !on_boundary(T, e, check.rounding)) balance->add(i, g > er ? 1 : -1);
       if (is_floating(T)) {
         const double ulps = std::fabs(g - er) / ulp(T, er);
         m.max_ulp = std::max(m.max_ulp, ulps);
@@ -253,6 +302,9 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
       p.rel_err = std::isfinite(abs_err) ? abs_err / (std::fabs(ref) + kMereEps) : abs_err;
       p.allowed = allowed;
       p.poison = poison;
+      p.interval = judged.interval;
+      p.accepted_lo = judged.lo;
+      p.accepted_hi = judged.hi;
       if (!ok && r.first_failures.size() < kMaxPoints) r.first_failures.push_back(p);
       const double score = allowed > 0 ? abs_err / allowed : abs_err * 1e300;
       keep_worst(worst, ok ? score : score + 1e300, std::move(p));
@@ -289,13 +341,25 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
       why = fmt::format("MERE {:.6g} >= {:.6g}", m.mere, t);
     }
   }
+  if (balance) {
+    const ErrorBalance::Verdict b = balance->verdict();
+    m.balance_pos = b.n_pos;
+    m.balance_neg = b.n_neg;
+    m.balance_limit = b.limit;
+    if (!b.balanced) {
+      r.passed = false;
+      why = fmt::format("errors unbalanced: {} above and {} below the correctly rounded reference, |difference| > {:.1f} "
+                        "(a correct kernel exceeds it with probability < 1e-9)",
+                        b.n_pos, b.n_neg, b.limit);
+    }
+  }
   if (m.poison_left > 0) {
     r.passed = false;
     why = fmt::format("{} defined element(s) left unwritten (still poison)", m.poison_left);
   }
   if (r.passed) {
-    r.message = fmt::format("ok: {} compared, max abs {:.3g}, max ulp {:.3g}", m.compared, m.max_abs,
-                            m.max_ulp);
+    r.message = fmt::format("ok: {} compared ({} determined), max abs {:.3g}, max ulp {:.3g}", m.compared,
+                            m.determined, m.max_abs, m.max_ulp);
   } else {
     r.message = fmt::format("{} of {} compared elements outside {} (allowed {}){}{}", m.mismatches,
                             m.compared, r.standard, allowed_bad(check, m.compared),
@@ -345,21 +409,21 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
   if (check.kind == CheckKind::kUndefined) return std::nullopt;
   const DType T = check.device_dtype;
   const bool integer_expected = is_integer(expected.dtype());
-  // Candidates: cared elements with a finite expected value, largest magnitude first, so the
-  // perturbation lands on a non-trivial element.
+  // Candidates: cared elements, those with a finite expected value first and the largest
+  // magnitude first among them, so the perturbation lands on a non-trivial element. An expected
+  // NaN or Inf is perturbed into a number, which no check accepts.
   std::vector<std::pair<double, int64_t>> cand;
-  int64_t compared = 0;
   for (int64_t i = 0; i < got.numel(); ++i) {
     if (!cared(care, i)) continue;
-    ++compared;
     const double e = expected.get(i);
-    if (std::isfinite(e)) cand.emplace_back(std::fabs(e), i);
+    cand.emplace_back(std::isfinite(e) ? std::fabs(e) : -1.0, i);
   }
+  const auto compared = static_cast<int64_t>(cand.size());
   if (compared == 0) return fmt::format("{}: no element is compared (care mask is empty)", check.name);
   const int64_t needed = allowed_bad(check, compared) + 1;
-  if (static_cast<int64_t>(cand.size()) < needed) {
-    return fmt::format("{}: only {} finite element(s); the standard needs {} bad ones to fail",
-                       check.name, cand.size(), needed);
+  if (compared < needed) {
+    return fmt::format("{}: only {} compared element(s); the standard needs {} bad ones to fail", check.name,
+                       compared, needed);
   }
   // Only the `needed` largest matter: a partial selection keeps this linear for huge outputs.
   auto larger = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
@@ -374,7 +438,8 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
     const double er = integer_expected ? e : round_to(T, e, check.rounding);
     const double mag = magnitude.defined() ? magnitude.get(i) : 0.0;
     const double allowed = element_allowance(check, check.kind == CheckKind::kTolerance ? e : er, mag);
-    auto v = value_beyond(T, check.kind == CheckKind::kTolerance ? e : er, er, allowed, integer_expected);
+    auto v = std::isfinite(e) ? value_beyond(T, check.kind == CheckKind::kTolerance ? e : er, er, allowed, integer_expected)
+                              : std::optional<double>(0.0);
     if (!v) {
       return fmt::format("{}: element {} has tolerance {:.3g}, wider than its dtype's range", check.name,
                          shape_to_string(got.unravel(i)), allowed);
@@ -389,7 +454,9 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
     return fmt::format("{}: moving {} element(s) beyond tolerance (e.g. {}) still passes", check.name,
                        needed, example);
   }
-  // Row swap: an exact output whose compared rows are all identical cannot see a permutation.
+  // Row swap: a permutation of distinct compared rows must be seen too. When every compared row is
+  // identical (e.g. an all-zero fill where every slot is dropped), no permutation changes the
+  // output, so there is no defect for it to hide; the element perturbation above was seen.
   if (check.kind == CheckKind::kExact && got.rank() >= 2 && got.dim(0) >= 2) {
     const int64_t rows = got.dim(0);
     const int64_t width = got.numel() / rows;
@@ -410,10 +477,7 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
           }
         }
       }
-      if (!r1) {
-        return fmt::format("{}: all {} compared rows are identical, so a row permutation would pass",
-                           check.name, full_rows.size());
-      }
+      if (!r1) return std::nullopt;
       std::vector<std::pair<int64_t, uint64_t>> swap;
       for (int64_t j = 0; j < width; ++j) {
         swap.emplace_back(r0 * width + j, got.bits(*r1 * width + j));
@@ -459,6 +523,7 @@ nlohmann::json point_json(const ComparePoint& p) {
                    {"got", num(p.got)}, {"abs_err", num(p.abs_err)}, {"rel_err", num(p.rel_err)},
                    {"allowed", num(p.allowed)}};
   if (p.poison) j["poison"] = true;
+  if (p.interval) j["accepted"] = {num(p.accepted_lo), num(p.accepted_hi)};
   if (!p.where.empty()) j["where"] = p.where;
   return j;
 }
@@ -480,7 +545,11 @@ nlohmann::json to_json(const CompareResult& r) {
                      {"mere", num(m.mere)},
                      {"mare", num(m.mare)},
                      {"rmse", num(m.rmse)},
+                     {"determined", m.determined},
                      {"error_balance", m.error_balance},
+                     {"balance_pos", m.balance_pos},
+                     {"balance_neg", m.balance_neg},
+                     {"balance_limit", num(m.balance_limit)},
                      {"cosine", num(m.cosine)},
                      {"max_ulp", num(m.max_ulp)},
                      {"budget_used", num(m.budget_used)},

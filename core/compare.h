@@ -23,7 +23,14 @@ enum class CheckKind {
 };
 
 enum class Standard {
-  kBound,           // |got - exp| <= c * u_acc * magnitude_i + out_ulps * ulp_T(exp_i)
+  // |got - exp| <= c * u_acc * magnitude_i + out_ulps * ulp_T(exp_i). With out_ulps = 0.5 (one final
+  // rounding with the check's mode) got must moreover be what some value within acc = c * u_acc *
+  // magnitude_i of exp rounds to: one device value where [exp - acc, exp + acc] rounds to a single
+  // one (a determined element), else a value between the rounded ends. Errors beyond that final
+  // rounding must also be balanced (core/error_balance.h). Only `bound` models the kernel's
+  // rounding this way: the named external standards below keep their published definitions, and
+  // `quantized` is defined in steps from the rounded expectation.
+  kBound,
   kAscendMixed,     // opbase mixed: |a-g| <= atol + rtol|g| on >= 99 %, max abs <= max(floor, 32 ulp)
   kMereMare,        // ecosystem: MERE < T and MARE < 10 T
   kDualThousandth,  // torch_npu style: abs or rel error <= rtol on >= 99.9 % of elements
@@ -71,6 +78,9 @@ struct ComparePoint {
   double abs_err = 0;
   double rel_err = 0;
   double allowed = 0;           // the element's tolerance (0 for exact)
+  // kBound with one final rounding: got must lie in [accepted_lo, accepted_hi] (equal: determined).
+  bool interval = false;
+  double accepted_lo = 0, accepted_hi = 0;
   bool poison = false;          // got still holds the poison pattern
   std::string where;            // domain terms, filled by the caller (e.g. "row 3 (r 1, k 1), col 7")
 };
@@ -81,10 +91,18 @@ struct CompareMetrics {
   int64_t mismatches = 0;   // elements failing their elementwise criterion
   int64_t poison_left = 0;  // cared elements still holding poison
   int64_t nonfinite_mismatch = 0;
+  // Compared elements whose check accepts a single device value: every element of an exact output,
+  // and the elements of a one-rounding bound whose interval rounds to one value.
+  int64_t determined = 0;
   double max_abs = 0, max_rel = 0;
   double mere = 0, mare = 0;  // mean / max of |a-g| / (|g| + 1e-7)
   double rmse = 0;
   double error_balance = 0;   // (#(got > exp) - #(got < exp)) / compared
+  // The gate on it (kBound with one final rounding; core/error_balance.h): elements above / below
+  // the correctly rounded reference, ties excluded, and the largest |pos - neg| a correct kernel
+  // reaches with probability 1 - 1e-9 (+inf when this output is too small to tell).
+  int64_t balance_pos = 0, balance_neg = 0;
+  double balance_limit = 0;
   double cosine = 1;
   // ULP histogram in device-dtype ulps at the expected value: 0, 1, 2, 3-4, 5-8, 9-16, 17-64, >64.
   std::array<int64_t, 8> ulp_hist{};

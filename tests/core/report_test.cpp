@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
@@ -351,6 +352,42 @@ TEST_F(ReportFiles, warnings_round_trip) {
   ASSERT_TRUE(back);
   EXPECT_EQ(back->warnings, r.warnings);
   EXPECT_FALSE(to_json(CaseResult{}).contains("warnings"));
+}
+
+// gate_exit_code against the README's table ("Exit codes: 0 nothing failed, 1 a case FAILED /
+// BACKEND_ERROR / INVALID_CASE / TIMEOUT / CRASHED (and MISTRUSTED with --strict)"), one verdict
+// at a time, written out by hand rather than taken from verdict_fails.
+TEST(GateExitCode, each_verdict_alone_with_and_without_strict) {
+  struct Row {
+    Verdict v;
+    int plain, strict;
+  };
+  const Row table[] = {
+      {Verdict::kPassed, 0, 0},         {Verdict::kFailed, 1, 1},       {Verdict::kMistrusted, 0, 1},
+      {Verdict::kSkipped, 0, 0},        {Verdict::kExpectedReject, 0, 0}, {Verdict::kInvalidCase, 1, 1},
+      {Verdict::kBackendError, 1, 1},   {Verdict::kTimeout, 1, 1},      {Verdict::kCrashed, 1, 1},
+  };
+  ASSERT_EQ(std::size(table), kVerdictCount);
+  for (const Row& row : table) {
+    VerdictCounts counts{};
+    counts[static_cast<size_t>(row.v)] = 3;
+    EXPECT_EQ(gate_exit_code(counts, false), row.plain) << verdict_name(row.v);
+    EXPECT_EQ(gate_exit_code(counts, true), row.strict) << verdict_name(row.v) << " --strict";
+  }
+}
+
+TEST(GateExitCode, one_failing_verdict_among_passing_ones_fails_the_gate) {
+  VerdictCounts counts{};
+  EXPECT_EQ(gate_exit_code(counts, true), 0);  // nothing ran: nothing failed
+  counts[static_cast<size_t>(Verdict::kPassed)] = 100;
+  counts[static_cast<size_t>(Verdict::kSkipped)] = 5;
+  counts[static_cast<size_t>(Verdict::kExpectedReject)] = 7;
+  counts[static_cast<size_t>(Verdict::kMistrusted)] = 1;
+  EXPECT_EQ(gate_exit_code(counts, false), 0);
+  EXPECT_EQ(gate_exit_code(counts, true), 1);
+  counts[static_cast<size_t>(Verdict::kMistrusted)] = 0;
+  counts[static_cast<size_t>(Verdict::kTimeout)] = 1;
+  EXPECT_EQ(gate_exit_code(counts, false), 1);
 }
 
 }  // namespace

@@ -165,27 +165,27 @@ TEST(RunnerIsolation, isolated_result_matches_in_process_result) {
   EXPECT_EQ(r.outputs.size(), 2u);
 }
 
-TEST(RunnerVacuity, degenerate_output_is_mistrusted) {
-  // H = 1 and exact fill with gradY of one value per row can make every compared row identical;
-  // a case whose routing output rows are all equal cannot see a permutation.
+TEST(RunnerVacuity, identical_rows_are_trusted_through_the_element_perturbation) {
+  // H = 1 and exact fill with gradY of one value per row can make every compared row identical.
+  // No row permutation can change such an output, and one element moved off its value is seen, so
+  // the case passes (issue 12: MISTRUSTED only when no perturbation of a defined element is seen).
   Case c = valid_case();
   c.params = cases::moe_finalize_routing_v2_grad::Builder().dtype(DType::kF32).rows(2).hidden(1).experts(1).json();
   c.fill = FillMode::kExact;
-  // Force identical rows: seed search is brittle, so compare against a hand-built expectation
-  // instead: run and accept either PASSED with distinct rows or MISTRUSTED with identical ones.
   TestBackend b(Misbehave::kNone);
   RunOptions opt;
   opt.isolate = false;
+  int identical_seeds = 0;
   for (uint64_t seed = 1; seed < 40; ++seed) {
     c.seed = seed;
     const CaseResult r = run_case(c, b, opt);
-    ASSERT_TRUE(r.verdict == Verdict::kPassed || r.verdict == Verdict::kMistrusted) << r.reason;
     // With H = 1 and K = 1, gradExpandedXOut is gradY permuted: rows identical iff both gradY values are.
     auto problem = make_problem(c);
     const TensorMap in = (*problem)->fill(c.fill, c.seed).value();
-    const bool identical = in.at("gradY").get(0) == in.at("gradY").get(1);
-    EXPECT_EQ(r.verdict == Verdict::kMistrusted, identical) << "seed " << seed << ": " << r.reason;
+    identical_seeds += in.at("gradY").get(0) == in.at("gradY").get(1);
+    EXPECT_EQ(r.verdict, Verdict::kPassed) << "seed " << seed << ": " << r.reason;
   }
+  EXPECT_GT(identical_seeds, 0);  // the uniform output was among the cases run
 }
 
 }  // namespace

@@ -1,0 +1,133 @@
+// The error-balance gate: the limit by hand, a synthetic device whose intermediate truncates
+// (within the elementwise bound on every element) fails, the correct device never does, errors
+// correlated along rows or columns do not raise false alarms, and ties are left out.
+#include "core/error_balance.h"
+
+#include <cmath>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "core/compare.h"
+
+namespace opgate {
+namespace {
+
+TEST(ErrorBalance, limit_is_z_times_the_root_of_the_larger_axis_sum) {
+  // 100 x 100, one upward error in each of the first 50 rows, all in column 0: rows sum
+  // 50 * 1^2 = 50, columns 50^2 = 2500; limit = 6.546 * 50 = 327.3 > 50 errors: cannot fail.
+  ErrorBalance one_column(10000, 100);
+  for (int64_t r = 0; r < 50; ++r) one_column.add(r * 100, 1);
+  EXPECT_TRUE(std::isinf(one_column.verdict().limit));
+  EXPECT_TRUE(one_column.verdict().balanced);
+  // 100 upward errors on the diagonal: both sums 100, limit 65.46 < 100: unbalanced.
+  ErrorBalance diagonal(10000, 100);
+  for (int64_t r = 0; r < 100; ++r) diagonal.add(r * 101, 1);
+  EXPECT_NEAR(diagonal.verdict().limit, 65.46, 1e-9);
+  EXPECT_FALSE(diagonal.verdict().balanced);
+  // 80 up, 20 down on the diagonal: |60| <= 65.46.
+  ErrorBalance mixed(10000, 100);
+  for (int64_t r = 0; r < 100; ++r) mixed.add(r * 101, r < 80 ? 1 : -1);
+  EXPECT_EQ(mixed.verdict().n_pos, 80);
+  EXPECT_EQ(mixed.verdict().n_neg, 20);
+  EXPECT_TRUE(mixed.verdict().balanced);
+}
+
+TEST(ErrorBalance, a_one_dimensional_output_never_fails) {
+  // One row: the row sum is N^2, so no imbalance reaches the limit.
+  ErrorBalance flat(1000, 1000);
+  for (int64_t i = 0; i < 1000; ++i) flat.add(i, 1);
+  EXPECT_TRUE(flat.verdict().balanced);
+}
+
+// A synthetic fp16 kernel: reference values uniform in [1, 2), an fp32-like accumulation whose
+// error the bound allows (acc = 2^-12 absolute, a quarter of the f16 ulp 2^-10), then one RNE cast.
+struct Synthetic {
+  Tensor expected, magnitude, correct, truncating, shared_rows;
+};
+Synthetic synthetic(uint32_t seed, int64_t rows, int64_t cols) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> value(1.0, 2.0), unit(-1.0, 1.0);
+  const int64_t n = rows * cols;
+  const double acc = 0x1p-12;
+  Synthetic s{Tensor::zeros(DType::kF64, {rows, cols}), Tensor::full(DType::kF64, {rows, cols}, acc),
+              Tensor::zeros(DType::kF16, {rows, cols}), Tensor::zeros(DType::kF16, {rows, cols}),
+              Tensor::zeros(DType::kF16, {rows, cols})};
+  std::vector<double> row_error(static_cast<size_t>(rows));
+  for (auto& r : row_error) r = unit(gen) * acc;
+  for (int64_t i = 0; i < n; ++i) {
+    const double e = value(gen);
+    s.expected.set(i, e);
+    // Correct: a symmetric accumulation error within the budget.
+    s.correct.set(i, round_to(DType::kF16, e + unit(gen) * acc));
+    // Defective: an intermediate truncated to 12 fractional bits, which moves every value down by
+    // up to 2^-12 (within acc, so every element passes its own bound).
+    s.truncating.set(i, round_to(DType::kF16, std::trunc(e * 0x1p12) * 0x1p-12));
+    // Correct but correlated: one error shared by each row (a softmax denominator).
+    s.shared_rows.set(i, round_to(DType::kF16, e + row_error[static_cast<size_t>(i / cols)]));
+  }
+  return s;
+}
+
+OutputCheck fp16_bound() {
+  OutputCheck c;
+  c.name = "out";
+  c.kind = CheckKind::kTolerance;
+  c.device_dtype = DType::kF16;
+  c.tol.standard = Standard::kBound;
+  c.tol.c = 1;
+  c.tol.u_acc = 1;
+  c.tol.out_ulps = 0.5;
+  return c;
+}
+
+TEST(ErrorBalance, a_truncating_intermediate_fails_and_the_correct_kernel_passes) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    const Synthetic s = synthetic(seed, 128, 128);
+    const CompareResult ok = compare_output(fp16_bound(), s.expected, s.correct, s.magnitude, Tensor());
+    EXPECT_TRUE(ok.passed) << "seed " << seed << ": " << ok.message;
+    const CompareResult bad = compare_output(fp16_bound(), s.expected, s.truncating, s.magnitude, Tensor());
+    EXPECT_EQ(bad.metrics.mismatches, 0) << "seed " << seed;  // invisible elementwise
+    EXPECT_FALSE(bad.passed) << "seed " << seed << ": " << bad.message;
+    EXPECT_GT(bad.metrics.balance_neg, bad.metrics.balance_pos);
+  }
+}
+
+TEST(ErrorBalance, errors_shared_along_a_row_are_no_false_alarm) {
+  int beyond_independent_limit = 0;
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    const Synthetic s = synthetic(seed, 128, 128);
+    const CompareResult r = compare_output(fp16_bound(), s.expected, s.shared_rows, s.magnitude, Tensor());
+    EXPECT_TRUE(r.passed) << "seed " << seed << ": " << r.message;
+    const double n = static_cast<double>(r.metrics.balance_pos + r.metrics.balance_neg);
+    beyond_independent_limit +=
+        std::fabs(static_cast<double>(r.metrics.balance_pos - r.metrics.balance_neg)) > ErrorBalance::kZ * std::sqrt(n);
+  }
+  // Judged as independent elements (limit z sqrt(n)) some of these correct outputs would fail:
+  // the row clusters are what keeps the correlated kernel green.
+  EXPECT_GT(beyond_independent_limit, 0);
+}
+
+TEST(ErrorBalance, ties_are_left_out) {
+  // Every reference value is an f16 tie k + 2^-11 (spacing 2^-10 in [1, 2)); the reference rounds
+  // each half away, so a correct kernel's crossings (x just below the tie) all go down.
+  std::mt19937_64 gen(7);
+  std::uniform_int_distribution<int> k(0, 1023);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  const int64_t n = 128 * 128;
+  Tensor e = Tensor::zeros(DType::kF64, {128, 128});
+  Tensor g = Tensor::zeros(DType::kF16, {128, 128});
+  for (int64_t i = 0; i < n; ++i) {
+    const double tie = 1 + k(gen) * 0x1p-10 + 0x1p-11;
+    e.set(i, tie);
+    g.set(i, round_to(DType::kF16, tie + unit(gen) * 0x1p-14, Rounding::kHalfAway));
+  }
+  OutputCheck c = fp16_bound();
+  c.rounding = Rounding::kHalfAway;
+  const CompareResult r = compare_output(c, e, g, Tensor::full(DType::kF64, {128, 128}, 0x1p-14), Tensor());
+  EXPECT_TRUE(r.passed) << r.message;
+  EXPECT_EQ(r.metrics.balance_pos + r.metrics.balance_neg, 0);
+}
+
+}  // namespace
+}  // namespace opgate
