@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what opgate needs on Debian 12 (only what is missing), then configures and builds.
-# Usage: tools/setup.sh [preset]   (preset: release (default), debug, asan, fuzz)
-# The fuzz preset (clang, libFuzzer, ASan + UBSan) builds only opgate and the fuzz targets.
+# Usage: tools/setup.sh [preset]   (preset: release (default), debug, asan, fuzz, coverage)
+# The fuzz preset (clang, libFuzzer, ASan + UBSan) builds only opgate and the fuzz targets; the
+# coverage preset (gcc --coverage, for tools/coverage.sh) also installs gcovr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-release}"
@@ -11,6 +12,9 @@ packages=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev librapidche
           libopenblas-dev)  # libopenblas-dev: the dgemm peer of bench/ only (never linked into opgate)
 if [ "$preset" = asan ] || [ "$preset" = fuzz ] || [ "${OPGATE_WITH_CLANG:-0}" = 1 ]; then
   packages+=(clang libclang-rt-14-dev)
+fi
+if [ "$preset" = coverage ]; then
+  packages+=(gcovr)
 fi
 missing=()
 for p in "${packages[@]}"; do
