@@ -6,7 +6,8 @@
 #   branches.txt  per file: branch coverage with the lines holding untaken branches
 #   index.html    the HTML report (one page per file, lines and branches marked)
 # Usage: tools/coverage.sh [--no-build]
-# Exit code: 0 report written (failing cases are listed but do not stop the report), 2 set-up error.
+# Exit code: 0 report written (failing cases are listed but do not stop the report); 1 line coverage
+# below OPGATE_MIN_LINE_COVERAGE percent (when set) or a run failed; 2 set-up error.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -50,6 +51,15 @@ cat "$out/summary.txt"
 echo
 cat "$out/totals.txt"
 echo "coverage: report $out/index.html, per-file text $out/summary.txt and $out/branches.txt"
+status=0
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'coverage: FAILED during the runs: %s\n' "${failed[@]}"
+  status=1
 fi
+lines=$(sed -n 's/^lines: \([0-9.]*\)%.*/\1/p' "$out/totals.txt")
+if [ -n "${OPGATE_MIN_LINE_COVERAGE:-}" ] &&
+   awk -v got="$lines" -v min="$OPGATE_MIN_LINE_COVERAGE" 'BEGIN { exit !(got < min) }'; then
+  echo "coverage: line coverage $lines% is below OPGATE_MIN_LINE_COVERAGE=$OPGATE_MIN_LINE_COVERAGE%"
+  status=1
+fi
+exit $status
