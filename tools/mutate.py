@@ -24,6 +24,8 @@ Options:
   --scratch DIR   scratch folder (default /work/.mutate/<tree name>, or <tree>/build/mutation when
                   /work is not writable)
   --min-score P   exit 1 when a target's score is below P percent (the nightly job's gate)
+  --show REPORT   print the scores and survivors of an earlier JSON report again (with the
+                  current equivalents file), without running anything
 
 How a mutant is judged: the tree is copied to the scratch folder (without build/, reports/,
 golden/), configured there once (Release flags, so ccache reuses the engineers' objects), and for
@@ -74,11 +76,12 @@ def parse_args(argv):
     ap.add_argument("--report", help=argparse.SUPPRESS)
     ap.add_argument("--scratch", help=argparse.SUPPRESS)
     ap.add_argument("--min-score", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--show", help=argparse.SUPPRESS)
     ap.add_argument("--comparator-filter", default=DEFAULT_COMPARATOR_FILTER, help=argparse.SUPPRESS)
     ap.add_argument("--timeout-factor", type=float, default=10.0, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    if not (a.op or a.comparator or a.all):
-        ap.error("choose what to mutate: --op STEM, --comparator or --all")
+    if not (a.op or a.comparator or a.all or a.show):
+        ap.error("choose what to mutate: --op STEM, --comparator or --all (or --show REPORT)")
     bad = [o for o in a.operator if o not in mutants.OPERATORS]
     if bad:
         ap.error(f"unknown --operator {', '.join(bad)}; known: {' '.join(mutants.OPERATORS)}")
@@ -162,8 +165,30 @@ def print_target(name, counts, results, elapsed):
                   f"`{r['original'].strip()}` -> `{r['mutated'].strip()}`")
 
 
+def show(a):
+    with open(a.show, encoding="utf-8") as fh:
+        report = json.load(fh)
+    equivalents = read_equivalents(a.equivalents or os.path.join(a.tree, "tests", "mutation",
+                                                                   "equivalent_mutants.txt"))
+    code = 0
+    for name, entry in report["targets"].items():
+        for r in entry["results"]:  # judged again with the current equivalents file
+            if r["outcome"] == "equivalent":
+                r["outcome"] = "survived"
+        counts = summarise(name, entry["results"], equivalents)
+        print_target(name, counts, entry["results"], entry.get("elapsed_s", 0))
+        print(f"  ({entry['mutants_run']} of {entry['mutants_total']} mutants of {entry['file']}; unmutated check "
+              f"{entry['baseline_check_s']} s)")
+        if a.min_score is not None and counts["score"] is not None and counts["score"] < a.min_score:
+            code = 1
+    print(f"report {a.show}: started {report.get('started_utc', '?')}, elapsed {report.get('elapsed_s', 0):.0f} s")
+    return code
+
+
 def main(argv):
     a = parse_args(argv)
+    if a.show:
+        return show(a)
     t_start = time.monotonic()
     ops = known_ops(a.tree) if a.all else []
     for op in a.op:
