@@ -24,6 +24,8 @@ Options:
   --scratch DIR   scratch folder (default /work/.mutate/<tree name>, or <tree>/build/mutation when
                   /work is not writable)
   --min-score P   exit 1 when a target's score is below P percent (the nightly job's gate)
+  --reuse REPORT  take the results of mutants already judged in REPORT instead of running them
+                  again, when REPORT was made from identical sources (e.g. to grow a --max sample)
   --show REPORT   print the scores and survivors of an earlier JSON report again (with the
                   current equivalents file), without running anything
 
@@ -77,6 +79,7 @@ def parse_args(argv):
     ap.add_argument("--scratch", help=argparse.SUPPRESS)
     ap.add_argument("--min-score", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--show", help=argparse.SUPPRESS)
+    ap.add_argument("--reuse", help=argparse.SUPPRESS)
     ap.add_argument("--comparator-filter", default=DEFAULT_COMPARATOR_FILTER, help=argparse.SUPPRESS)
     ap.add_argument("--timeout-factor", type=float, default=10.0, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -244,7 +247,17 @@ def main(argv):
         log(f"worker {w}: built {' '.join(tgts)} in {secs:.0f} s")
         workers.append((tree, build))
 
-    report = {"tree": a.tree, "scratch": scratch, "seed": a.seed, "max": a.max, "operators": list(operators),
+    digest = driver.tree_digest(a.tree)
+    reuse = {}
+    if a.reuse:
+        with open(a.reuse, encoding="utf-8") as fh:
+            old = json.load(fh)
+        if old.get("tree_digest") != digest:
+            log(f"--reuse {a.reuse}: made from other sources; every mutant runs again")
+        else:
+            for name, entry in old["targets"].items():
+                reuse[name] = {r["id"]: r for r in entry["results"]}
+    report = {"tree": a.tree, "tree_digest": digest, "scratch": scratch, "seed": a.seed, "max": a.max, "operators": list(operators),
               "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "targets": {}}
     lock = threading.Lock()
 
@@ -276,7 +289,16 @@ def main(argv):
         entry = {"file": rel, "mutants_total": total, "mutants_run": len(ms), "baseline_check_s": round(base_s, 2),
                  "limit_s": round(limit, 1), "results": []}
         report["targets"][name] = entry
-        queue = list(ms)
+        queue = []
+        for m in ms:
+            r = reuse.get(name, {}).get(m.id)
+            if r is not None:
+                entry["results"].append(dict(r, outcome="survived" if r["outcome"] == "equivalent" else r["outcome"],
+                                             reused=True))
+            else:
+                queue.append(m)
+        if len(queue) < len(ms):
+            log(f"{name}: {len(ms) - len(queue)} results reused from {a.reuse}")
 
         def work(w):
             tree, build = workers[w]

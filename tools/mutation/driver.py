@@ -5,6 +5,7 @@ Outcomes: killed (the check failed, crashed or timed out; `how` says which), sur
 passed), stillborn (the mutant does not compile; not counted in the score).
 """
 
+import hashlib
 import os
 import re
 import select
@@ -53,6 +54,31 @@ def sync_tree(src, dst):
             d = os.path.normpath(os.path.join(root, name))
             if d not in keep:
                 os.remove(d)
+
+
+# Files that cannot change a mutant's outcome (documentation, CI scripts, this tool and its test).
+_NOT_BUILT = re.compile(r"(\.md$|^\.ci/|^tools/mutate\.py$|^tools/mutation/|^tests/mutation/|^tools/\w+\.sh$|"
+                        r"^CMakePresets\.json$)")
+
+
+def tree_digest(src):
+    """sha1 over the files sync_tree copies that the builds and checks read (path and bytes):
+    equal digests, equal mutant outcomes."""
+    h = hashlib.sha1()
+    for root, dirs, files in os.walk(src):
+        rel = os.path.relpath(root, src)
+        if rel == ".":
+            dirs[:] = [d for d in dirs if d not in EXCLUDE_TOP]
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            relpath = os.path.normpath(os.path.join(rel, name))
+            if _NOT_BUILT.search(relpath):
+                continue
+            h.update(relpath.encode() + b"\0")
+            with open(path, "rb") as fh:
+                h.update(hashlib.sha1(fh.read()).digest())
+    return h.hexdigest()
 
 
 def run_limited(argv, timeout, cwd=None, fail_line=None):
