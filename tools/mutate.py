@@ -162,10 +162,12 @@ def print_target(name, counts, results, elapsed):
           f"{counts['stillborn']} stillborn, {counts['error']} error; {len(results)} mutants run, "
           f"{counts['killed_by_timeout']} killed by timeout, {counts['killed_by_crash']} by a crash; {elapsed:.0f} s")
     for r in sorted(results, key=lambda r: (r["file"], r["line"])):
-        if r["outcome"] in ("survived", "error"):
-            tag = "SURVIVED" if r["outcome"] == "survived" else "ERROR"
+        if r["outcome"] in ("survived", "error", "equivalent"):
+            tag = r["outcome"].upper()
             print(f"  {tag} {r['id']} {r['file']}:{r['line']} {r['operator']}: "
                   f"`{r['original'].strip()}` -> `{r['mutated'].strip()}`")
+            if r["outcome"] == "equivalent":
+                print(f"      because: {r['reason'].split(' ', 1)[-1]}")
 
 
 def show(a):
