@@ -138,7 +138,7 @@ class Running(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.dir)
 
-    def run_one(self, m, limit=3):
+    def run_one(self, m, limit=30):
         before = read(os.path.join(self.dir, "kernel.cpp"))
         r = driver.run_mutant(m, self.dir, self.target, limit)
         self.assertEqual(read(os.path.join(self.dir, "kernel.cpp")), before, "source not restored")
