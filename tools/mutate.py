@@ -210,14 +210,22 @@ def main(argv):
     equivalents = read_equivalents(a.equivalents or os.path.join(a.tree, "tests", "mutation",
                                                                    "equivalent_mutants.txt"))
     plan = []
+    generated_ids = set()
     for name, rel in targets:
         with open(os.path.join(a.tree, rel), encoding="utf-8") as fh:
             ms = mutants.generate(fh.read(), rel, operators)
+        generated_ids.update(m.id for m in ms)
         total = len(ms)
         if a.id:
             ms = [m for m in ms if m.id in a.id]
         ms = sample(ms, a.max, a.seed, name)
         plan.append((name, rel, ms, total))
+    # An equivalents row whose mutant no longer exists (its line changed) is stale: say so.
+    files = {rel for _, rel, _, _ in plan}
+    stale = [i for i, why in equivalents.items() if why.split(":")[0] in files and i not in generated_ids]
+    if stale and len(operators) == len(mutants.OPERATORS):
+        print(f"mutate: {len(stale)} equivalents row(s) match no mutant of this tree any more (remove them): "
+              f"{' '.join(sorted(stale))}", file=sys.stderr)
     if a.list:
         for name, rel, ms, total in plan:
             print(f"# {name}: {len(ms)} of {total} mutants of {rel}")
