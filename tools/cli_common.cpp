@@ -236,8 +236,17 @@ Expected<int> gate_against_baseline(const std::vector<CaseResult>& baseline, con
   return baseline_exit_code(current, diff, policy);
 }
 
+// The one-line error of every command: a message that holds line breaks (a library's text, a
+// quoted value) is printed on one line and cut to a bounded length, so bad input never floods the
+// terminal or splits the error across lines.
 int fail(const Status& st) {
-  fmt::print(stderr, "opgate: error: {}\n", st.message());
+  constexpr size_t kMaxErrorChars = 2000;
+  std::string text = st.message();
+  for (char& ch : text) {
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  }
+  if (text.size() > kMaxErrorChars) text = text.substr(0, kMaxErrorChars) + "...";
+  fmt::print(stderr, "opgate: error: {}\n", text);
   return kExitUsage;
 }
 

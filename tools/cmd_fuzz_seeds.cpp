@@ -94,6 +94,16 @@ std::vector<std::string> case_json_seeds(const std::string& root) {
   return seeds;
 }
 
+// fuzz_golden_folder reads case.json, a NUL byte, then manifest.json, written into the folder of one
+// fixed case (fuzz/fuzz_golden_folder.cpp): the checked-in golden folder of that case is the seed.
+std::vector<std::string> golden_folder_seeds(const std::string& root) {
+  const std::string dir = root + "/golden/moe_finalize_routing_v2_grad/mfrg.copy_no_scales.f32.001";
+  auto case_text = read_file(dir + "/case.json");
+  auto manifest_text = read_file(dir + "/manifest.json");
+  if (!case_text || !manifest_text) return {};
+  return {*case_text + std::string(1, '\0') + *manifest_text};
+}
+
 std::vector<std::string> results_seeds() {
   CaseResult passed;
   passed.id = "mfrg.copy_no_scales.f32.001";
@@ -143,8 +153,10 @@ int write_seeds(const SeedOpts& o) {
       if (const OpInfo* op = fuzz::target_op(target)) {
         seeds = op_seeds(*op, o, root, skipped);
       } else {
-        seeds = target == "fuzz_npy" ? npy_seeds() : target == "fuzz_results_jsonl" ? results_seeds()
-                                                                             : case_json_seeds(root);
+        seeds = target == "fuzz_npy"             ? npy_seeds()
+                : target == "fuzz_results_jsonl" ? results_seeds()
+                : target == "fuzz_golden_folder" ? golden_folder_seeds(root)
+                                                 : case_json_seeds(root);
       }
     } catch (const std::runtime_error& e) {
       return fail(parse_error(e.what()));

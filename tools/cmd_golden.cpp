@@ -10,7 +10,6 @@
 #include "core/op_registry.h"
 #include "core/version.h"
 #include "tools/cli_common.h"
-#include "tools/fail_line.h"
 #include "tools/commands.h"
 
 namespace opgate::cli {
@@ -75,13 +74,13 @@ void add_golden(CLI::App& app, int& exit_code) {
     const std::string root = repo_root(o->root);
     auto cases = golden_cases(root, o->sel);
     if (!cases) {
-      exit_code = fail_line(cases.status());
+      exit_code = fail(cases.status());
       return;
     }
     // Only a regeneration of each operator's whole set knows which folders no case holds any more.
     auto shard = selected_shard(o->sel);
     if (!shard) {
-      exit_code = fail_line(shard.status());
+      exit_code = fail(shard.status());
       return;
     }
     const bool whole_sets = o->sel.files.empty() && o->sel.filter.empty() && shard->second == 1;
@@ -102,7 +101,7 @@ void add_golden(CLI::App& app, int& exit_code) {
       todo.push_back(&c);
     }
     if (todo.empty()) {
-      exit_code = fail_line(parse_error(
+      exit_code = fail(parse_error(
           cases->empty() ? "golden regen: the selection holds no case (check --op, --cases and --filter)"
                          : fmt::format("golden regen: nothing to regenerate: all {} selected case(s) expect an aclnn "
                                        "error code, and rejected calls have no golden files",
@@ -114,7 +113,7 @@ void add_golden(CLI::App& app, int& exit_code) {
     for (const Case* c : todo) {
       auto checked = golden_folder::checked_inputs(*c);
       if (!checked) {
-        exit_code = fail_line(checked.status());
+        exit_code = fail(checked.status());
         return;
       }
     }
@@ -125,7 +124,7 @@ void add_golden(CLI::App& app, int& exit_code) {
     for (const Case* c : todo) {
       Status st = regenerate_golden(out, *c, harness_version());
       if (!st.is_ok()) {
-        exit_code = fail_line(st.with_context(case_where(*c)));
+        exit_code = fail(st.with_context(case_where(*c)));
         return;
       }
       fmt::print("wrote {}\n", golden_case_dir(out, c->op, c->id));
@@ -134,7 +133,7 @@ void add_golden(CLI::App& app, int& exit_code) {
     for (const auto& [stem, ids] : golden_ids) {
       auto removed = remove_stale_golden(out, stem, ids);
       if (!removed) {
-        exit_code = fail_line(removed.status());
+        exit_code = fail(removed.status());
         return;
       }
       for (const auto& dir : *removed) fmt::print("removed {}\n", dir);
@@ -152,14 +151,14 @@ void add_golden(CLI::App& app, int& exit_code) {
     // Each folder is checked against the case of its id in these (DESIGN: golden = smoke + regression).
     auto current = golden_cases(repo_root(o->root), o->sel);
     if (!current) {
-      exit_code = fail_line(current.status());
+      exit_code = fail(current.status());
       return;
     }
     // As for `run`: a case file whose case does not make a problem (bad params, over
     // --max-case-bytes) is bad input, exit 2, before any folder is judged by it.
     for (const auto& c : *current) {
       if (auto problem = make_problem(c); !problem) {
-        exit_code = fail_line(problem.status());
+        exit_code = fail(problem.status());
         return;
       }
     }
@@ -171,7 +170,7 @@ void add_golden(CLI::App& app, int& exit_code) {
     } else {
       auto selected = selected_stems(o->sel, *current);
       if (!selected) {
-        exit_code = fail_line(selected.status());
+        exit_code = fail(selected.status());
         return;
       }
       stems = *selected;
@@ -205,7 +204,7 @@ void add_golden(CLI::App& app, int& exit_code) {
       }
     }
     if (dirs.empty() && missing.empty() && leftovers.empty()) {
-      exit_code = fail_line(io_error(fmt::format("{}: no golden cases found", root)));
+      exit_code = fail(io_error(fmt::format("{}: no golden cases found", root)));
       return;
     }
     int bad = 0;

@@ -18,7 +18,6 @@
 #include "core/version.h"
 #include "reference/math/shared_parallel.h"
 #include "tools/cli_common.h"
-#include "tools/fail_line.h"
 #include "tools/commands.h"
 
 namespace opgate::cli {
@@ -349,12 +348,12 @@ void add_repro(CLI::App& app, int& exit_code) {
     const size_t first = source->find_first_not_of(" \t\r\n");
     const bool is_text = first != std::string::npos && ((*source)[first] == '{' || (*source)[first] == '[');
     if (!is_file && !is_text) {
-      exit_code = fail_line(parse_error(fmt::format("{}: no such case file", *source)));
+      exit_code = fail(parse_error(fmt::format("{}: no such case file", *source)));
       return;
     }
     auto cases = is_file ? load_case_file(*source) : parse_cases_text(*source, "<command line>");
     if (!cases) {
-      exit_code = fail_line(cases.status());
+      exit_code = fail(cases.status());
       return;
     }
     const Case* chosen = nullptr;
@@ -362,23 +361,23 @@ void add_repro(CLI::App& app, int& exit_code) {
       if (id->empty() ? cases->size() == 1 : c.id == *id) chosen = &c;
     }
     if (cases->empty()) {
-      exit_code = fail_line(parse_error(fmt::format("{}: holds no cases", *source)));
+      exit_code = fail(parse_error(fmt::format("{}: holds no cases", *source)));
       return;
     }
     if (chosen == nullptr) {
-      exit_code = fail_line(parse_error(id->empty() ? fmt::format("{}: holds {} cases; choose one with --id", *source, cases->size())
+      exit_code = fail(parse_error(id->empty() ? fmt::format("{}: holds {} cases; choose one with --id", *source, cases->size())
                                                : fmt::format("{}: no case with id '{}'", *source, *id)));
       return;
     }
     // Like `run`, a case that does not make a problem (bad params, over --max-case-bytes) is bad
     // input: one line, exit 2, and nothing computed.
     if (auto problem = make_problem(*chosen); !problem) {
-      exit_code = fail_line(problem.status());
+      exit_code = fail(problem.status());
       return;
     }
     auto backend = make_backend(f->backend);
     if (!backend) {
-      exit_code = fail_line(backend.status());
+      exit_code = fail(backend.status());
       return;
     }
     const std::string root = repo_root(f->root);
