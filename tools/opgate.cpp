@@ -43,7 +43,7 @@ int run_cli(int argc, char** argv) {
   app.fallthrough();
   std::string max_case_bytes;
   app.add_option("--max-case-bytes", max_case_bytes,
-                 "Refuse a case whose tensors need more host memory (e.g. 2G; default: a quarter of physical "
+                 "Refuse a case whose tensors need more host memory (e.g. 2G; default: half of physical "
                  "memory, " + opgate::bytes_text(opgate::default_max_case_bytes()) + ")")
       ->check([](const std::string& v) {
         return parse_bytes(v) == 0 ? std::string("not a positive byte count like 512M or 2G") : std::string();

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -183,10 +184,10 @@ TEST(CaseSize, a_call_the_operator_rejects_is_never_filled_so_its_size_does_not_
   EXPECT_EQ((*p)->validate().aclnn_code(), 161002);
 }
 
-TEST(CaseSize, the_default_is_a_quarter_of_physical_memory) {
+TEST(CaseSize, the_default_is_half_of_physical_memory) {
   const uint64_t phys = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
-  EXPECT_LE(default_max_case_bytes(), phys / 4);
-  EXPECT_GE(default_max_case_bytes(), phys / 4 - static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE)));
+  EXPECT_LE(default_max_case_bytes(), phys / 2);
+  EXPECT_GE(default_max_case_bytes(), phys / 2 - static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE)));
   EXPECT_EQ(max_case_bytes(), default_max_case_bytes());
 }
 
@@ -204,6 +205,37 @@ TEST(CaseFile, dev_zero_is_refused_by_its_size) {
   auto cases = load_case_file("/dev/zero");
   ASSERT_FALSE(cases);
   EXPECT_EQ(cases.status().message(), "/dev/zero: more than 8388608 bytes, over the 8 MiB case file size limit");
+}
+
+}  // namespace
+}  // namespace opgate
+
+namespace opgate {
+namespace {
+
+// Every valid case checked in must run with the default --max-case-bytes of the machines CI and
+// the nightly gate use (24 GiB: half is 12 GiB), or a tier would refuse its own cases.
+TEST(CaseSize, every_checked_in_case_fits_the_default_limit_of_a_24_GiB_machine) {
+  constexpr uint64_t kLimit = uint64_t{12} << 30;
+  const MaxCaseBytes unlimited(std::numeric_limits<uint64_t>::max());
+  int checked = 0;
+  for (const auto& dir : std::filesystem::directory_iterator(std::string(OPGATE_SOURCE_DIR) + "/cases")) {
+    if (!dir.is_directory()) continue;
+    for (const auto& file : std::filesystem::directory_iterator(dir.path())) {
+      if (file.path().extension() != ".json") continue;
+      auto cases = load_case_file(file.path().string());
+      ASSERT_TRUE(cases) << cases.status().message();
+      for (const Case& c : *cases) {
+        if (c.expect != 0) continue;
+        auto problem = make_problem(c);
+        ASSERT_TRUE(problem) << problem.status().message();
+        EXPECT_LE(case_bytes(**problem), kLimit) << file.path() << ": " << c.id << " needs "
+                                                 << bytes_text(case_bytes(**problem));
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 300);  // every tier of the four operators was read
 }
 
 }  // namespace
