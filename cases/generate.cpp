@@ -47,7 +47,17 @@ int64_t input_elements(const Problem& p) {
   return n;
 }
 
-Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size) {
+std::string skips_line(const std::string& stem, int64_t cases, const GenerateSkips& s, SizeClass size) {
+  std::string line = fmt::format("{}: {} generated case(s) from {} draw(s)", stem, cases, s.draws);
+  if (s.skipped() == 0) return line + ", none skipped";
+  return line + fmt::format(" (skipped {}: {} unparsed, {} invalid call(s), {} over the budget of {} input elements)",
+                            s.skipped(), s.unparsed, s.invalid, s.over_budget, element_budget(size));
+}
+
+Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size,
+                                           GenerateSkips* skips) {
+  GenerateSkips local;
+  GenerateSkips& sk = skips != nullptr ? *skips : local;
   static const FillMode kFills[] = {FillMode::kExact, FillMode::kRealistic, FillMode::kAdversarial};
   constexpr int kMaxDrawsPerCase = 200;
   std::vector<Case> out;
@@ -65,9 +75,20 @@ Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint
       const std::string dtype = c.params.contains("dtype") ? short_dtype(feature_value(c.params["dtype"])) : "any";
       c.id = fmt::format("{}.gen{}.{}.{:03d}", op.short_name, seed, dtype, n);
       c.tags = {"generated"};
+      ++sk.draws;
       auto problem = make_problem(c);
-      if (!problem || !(*problem)->validate().is_ok()) continue;
-      if (input_elements(**problem) > element_budget(size)) continue;
+      if (!problem) {
+        ++sk.unparsed;
+        continue;
+      }
+      if (!(*problem)->validate().is_ok()) {
+        ++sk.invalid;
+        continue;
+      }
+      if (input_elements(**problem) > element_budget(size)) {
+        ++sk.over_budget;
+        continue;
+      }
       out.push_back(std::move(c));
       made = true;
     }
@@ -79,9 +100,10 @@ Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint
   return out;
 }
 
-Expected<std::vector<Case>> generate_extreme_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size) {
+Expected<std::vector<Case>> generate_extreme_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size,
+                                                   GenerateSkips* skips) {
   static const ExtremeClass kClasses[] = {ExtremeClass::kSubnormal, ExtremeClass::kNearMax, ExtremeClass::kSignedZero};
-  OPGATE_ASSIGN_OR_RETURN(std::vector<Case> cases, generate_cases(op, count, seed, size));
+  OPGATE_ASSIGN_OR_RETURN(std::vector<Case> cases, generate_cases(op, count, seed, size, skips));
   for (size_t n = 0; n < cases.size(); ++n) {
     Case& c = cases[n];
     OPGATE_ASSIGN_OR_RETURN(auto problem, make_problem(c));

@@ -17,16 +17,29 @@ enum class SizeClass { kSmall, kMedium, kLarge };
 Expected<SizeClass> parse_size_class(const std::string& name);
 int64_t element_budget(SizeClass s);
 
+// Why draws of a generator were not made into cases (`run --generate` reports it).
+struct GenerateSkips {
+  int64_t draws = 0;        // every draw, kept or skipped
+  int64_t unparsed = 0;     // params the operator's from_json rejects
+  int64_t invalid = 0;      // a call the operator's validation rejects
+  int64_t over_budget = 0;  // more input elements than the size class allows
+  int64_t skipped() const { return unparsed + invalid + over_budget; }
+};
+// "<stem>: N cases from D draws (skipped S: U unparsed, I invalid calls, B over the budget of E input elements)".
+std::string skips_line(const std::string& stem, int64_t cases, const GenerateSkips& s, SizeClass size);
+
 // `count` valid cases of `op`; the same (op, seed, count, size) gives the same cases byte for
-// byte. Draws exceeding the budget, or invalid calls, are redrawn (bounded). Ids are
-// "<short>.gen<seed>.<dtype>.<nnn>"; fills cycle exact, realistic, adversarial.
-Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size);
+// byte. Draws exceeding the budget, or invalid calls, are redrawn (bounded) and counted in
+// `skips`. Ids are "<short>.gen<seed>.<dtype>.<nnn>"; fills cycle exact, realistic, adversarial.
+Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size,
+                                           GenerateSkips* skips = nullptr);
 
 // generate_cases, each case then given one per-tensor `extreme` fill (core/fill_override.h): case n
 // overrides its (n mod k)-th float input (k float inputs, in name order) with the class
 // subnormal, near_max, signed_zero in turn (NaN and Inf are left to case files, where the
 // operator's spec says what they give). Ids gain ".x<class>"; tags gain "extreme".
-Expected<std::vector<Case>> generate_extreme_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size);
+Expected<std::vector<Case>> generate_extreme_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size,
+                                                   GenerateSkips* skips = nullptr);
 
 // Total elements of a problem's input tensors (the cost proxy used by budgets and shrinking).
 int64_t input_elements(const Problem& p);

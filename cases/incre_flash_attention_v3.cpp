@@ -361,6 +361,18 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode /*
   // The magnitude is a first-order worst-case budget; the factor 2 covers second-order products
   // of roundings and an Exp instruction up to twice as inaccurate as assumed (README).
   o.tol.c = 2;
+  // The error-balance gate's independent unit is one query head, the D consecutive outputs
+  // (b * N + n) * D + d of attentionOut in every layout. Inside a head the errors are correlated:
+  // the D outputs share the head's softmax max, its row sum l (one division, so an error of l moves
+  // all D magnitudes together) and its rounded P (an error in P_t moves channel d by dP_t v_td).
+  // Across heads they are not: a head's errors are a function of its own query row given the K/V,
+  // pse and mask data, and the kernel shares no rounded intermediate between heads (the heads of a
+  // GQA group read the same K/V, but those are inputs, not results; the int8 value dequantisation
+  // acts on the head's own o). Conditioned on the inputs the heads' sums are independent and
+  // symmetric, so Hoeffding's bound holds for every K/V and hence overall. A group (G * D) would be
+  // sound too, but G times fewer clusters; rows and columns (the default) would let the D channels
+  // shared by every head of a batch limit the gate.
+  o.balance_cluster = p.head_dim;
   o.reason = fmt::format(
       "bound: |got - o| <= 2 * 2^-24 * budget_i + half an output ulp; budget_i (reference, in units of 2^-24) = "
       "conditioning sum_t w_t|v_t - o|*delta_t (fp32 QK over D = {}, scale, pse, exp, tile rescales) + ({} + fp32 "

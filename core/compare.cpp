@@ -239,7 +239,9 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
   const bool integer_expected = is_integer(expected.dtype());
   std::vector<std::pair<double, ComparePoint>> worst;
   std::optional<ErrorBalance> balance;
-  if (one_rounding_bound(check)) balance.emplace(got.numel(), got.rank() >= 2 ? got.dim(got.rank() - 1) : got.numel());
+  if (one_rounding_bound(check)) {
+    balance.emplace(got.numel(), got.rank() >= 2 ? got.dim(got.rank() - 1) : got.numel(), check.balance_cluster);
+  }
   double sum_rel = 0, sum_sq = 0, dot = 0, norm_e = 0, norm_g = 0;
   int64_t n_pos = 0, n_neg = 0, n_finite = 0;
   double worst_abs_er = 0;  // rounded expected at the element with the largest abs error
@@ -282,7 +284,10 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
       if (g < ref) ++n_neg;
       // The balance gate looks past the final rounding: errors against the correctly rounded
       // reference, except at ties, where that rounding itself picks a side.
-      if (balance && g != er && !on_boundary(T, e, check.rounding)) balance->add(i, g > er ? 1 : -1);
+      if (balance && g != er && !on_boundary(T, e, check.rounding)) {
+        const int sign = g > er ? 1 : -1;
+        balance->add(i, sign, er == 0 ? 0 : (er > 0 ? sign : -sign));
+      }
       if (is_floating(T)) {
         const double ulps = std::fabs(g - er) / ulp(T, er);
         m.max_ulp = std::max(m.max_ulp, ulps);
@@ -345,12 +350,14 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
     const ErrorBalance::Verdict b = balance->verdict();
     m.balance_pos = b.n_pos;
     m.balance_neg = b.n_neg;
+    m.balance_away = b.n_away;
+    m.balance_toward = b.n_toward;
     m.balance_limit = b.limit;
     if (!b.balanced) {
       r.passed = false;
-      why = fmt::format("errors unbalanced: {} above and {} below the correctly rounded reference, |difference| > {:.1f} "
-                        "(a correct kernel exceeds it with probability < 1e-9)",
-                        b.n_pos, b.n_neg, b.limit);
+      why = fmt::format("errors unbalanced: {} above and {} below the correctly rounded reference, {} away from and {} "
+                        "toward zero, |difference| > {:.1f} (a correct kernel exceeds it with probability < 1e-9)",
+                        b.n_pos, b.n_neg, b.n_away, b.n_toward, b.limit);
     }
   }
   if (m.poison_left > 0) {
@@ -500,6 +507,7 @@ nlohmann::json to_json(const OutputCheck& c) {
       j["c"] = c.tol.c;
       j["u_acc"] = c.tol.u_acc;
       j["out_ulps"] = c.tol.out_ulps;
+      if (c.balance_cluster > 0) j["balance_cluster"] = c.balance_cluster;
     }
     if (c.tol.standard == Standard::kAllclose) {
       j["rtol"] = c.tol.rtol;
@@ -549,6 +557,8 @@ nlohmann::json to_json(const CompareResult& r) {
                      {"error_balance", m.error_balance},
                      {"balance_pos", m.balance_pos},
                      {"balance_neg", m.balance_neg},
+                     {"balance_away", m.balance_away},
+                     {"balance_toward", m.balance_toward},
                      {"balance_limit", num(m.balance_limit)},
                      {"cosine", num(m.cosine)},
                      {"max_ulp", num(m.max_ulp)},

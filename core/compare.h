@@ -61,6 +61,10 @@ struct OutputCheck {
   Rounding rounding = Rounding::kNearestEven;  // how the kernel rounds its result to the dtype
   Tolerance tol;
   int64_t max_steps = 1;   // kQuantized
+  // kBound with one final rounding: the error-balance gate's independent unit, as a number of
+  // consecutive elements in the output's canonical layout whose errors may be correlated (e.g. the
+  // D outputs of one attention head); 0 = rows and columns (core/error_balance.h).
+  int64_t balance_cluster = 0;
   std::string reason;      // why this check and these numbers; printed in verbose reports
 };
 
@@ -99,9 +103,11 @@ struct CompareMetrics {
   double rmse = 0;
   double error_balance = 0;   // (#(got > exp) - #(got < exp)) / compared
   // The gate on it (kBound with one final rounding; core/error_balance.h): elements above / below
-  // the correctly rounded reference, ties excluded, and the largest |pos - neg| a correct kernel
-  // reaches with probability 1 - 1e-9 (+inf when this output is too small to tell).
+  // the correctly rounded reference and moved away from / toward zero, ties excluded, and the
+  // largest |pos - neg| or |away - toward| a correct kernel reaches with probability 1 - 1e-9 (+inf
+  // when this output is too small to tell).
   int64_t balance_pos = 0, balance_neg = 0;
+  int64_t balance_away = 0, balance_toward = 0;
   double balance_limit = 0;
   double cosine = 1;
   // ULP histogram in device-dtype ulps at the expected value: 0, 1, 2, 3-4, 5-8, 9-16, 17-64, >64.

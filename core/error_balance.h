@@ -7,49 +7,61 @@
 
 namespace opgate {
 
-// Counts, for the elements of one output laid out as rows of `width` contiguous elements, the
-// direction of each nonzero error (+1 above, -1 below the correctly rounded reference) per row
-// and per column, and decides whether the imbalance is beyond chance.
+// Counts the direction of each nonzero error of one output (against the correctly rounded
+// reference) and decides whether the imbalance is beyond chance. Two directions are counted:
+//   signed:    +1 above, -1 below the reference (a kernel rounding toward -inf somewhere);
+//   magnitude: +1 away from zero, -1 toward zero (a truncating intermediate: on outputs of both
+//              signs its signed errors cancel, since it shrinks positive and negative values alike).
+// The magnitude direction is left out where the rounded reference is 0 (it has no sign there).
 //
 // Derivation (false-alarm probability per output <= kFalseAlarm): under a correct kernel the
 // elements that leave the correctly rounded reference do so because the kernel's accumulated error
-// crossed a rounding boundary, and that error is as likely to be positive as negative. Errors are
-// correlated inside a row (an attention row's D outputs share one softmax max and denominator;
-// a MoE token row shares its rounded hidden activations) or inside a column (rows share weights
-// and per-channel scales), but not along both axes at once. Take the clusters to be whichever axis
-// is independent: T = n_pos - n_neg is a sum of independent, symmetric cluster sums S_j with
-// |S_j| <= c_j (the cluster's count of nonzero errors), so Hoeffding gives
+// crossed a rounding boundary, and that error is as likely to be positive as negative, whatever the
+// sign of the value. Errors may be correlated inside a cluster of elements that share intermediate
+// results (an attention head's D outputs share one softmax max, denominator and rounded P), but
+// clusters are independent. T = sum_j S_j is then a sum of independent, symmetric cluster sums with
+// |S_j| <= c_j (the cluster's count of nonzero errors), for either direction, so Hoeffding gives
 //   P(|T| >= t) <= 2 exp(-t^2 / (2 sum_j c_j^2)).
-// Setting that to 1e-9: t = z sqrt(sum_j c_j^2), z = sqrt(2 ln(2e9)) = 6.546. Not knowing which
-// axis is the independent one, the gate uses the larger of the row and the column sums, so the
-// bound holds under either. Since |T| <= N (the nonzero errors) and each axis sum is at least
-// N^2 / (its number of clusters), an output can fail only with more than z^2 = 42.8 nonzero errors
-// and at least 43 rows and 43 columns. Elements whose reference sits exactly on a rounding boundary
-// (a tie) are left out: there the reference's own rounding picks a side, so a correct kernel's
-// crossings all go the other way.
+// Two statistics share kFalseAlarm (union bound, 5e-10 each): t = z sqrt(sum_j c_j^2),
+// z = sqrt(2 ln(4e9)) = 6.650.
+//
+// The clusters: a compare plan that knows the correlated unit declares it (`cluster`: that many
+// consecutive elements in the output's canonical layout, e.g. one attention head). Otherwise the
+// output is taken as rows of `width` contiguous elements, errors may be correlated inside a row
+// (a MoE token row shares its rounded hidden activations) or inside a column (rows share weights and
+// per-channel scales) but not along both axes at once, and the gate uses the larger of the row and
+// the column sums, so the bound holds under either. Since |T| <= N (the nonzero errors) and a sum
+// over m clusters is at least N^2 / m, an output can fail only with more than z^2 = 44.2 nonzero
+// errors in at least 45 clusters (45 rows and 45 columns without a declared cluster). Elements
+// whose reference sits exactly on a rounding boundary (a tie) are left out by the caller: there the
+// reference's own rounding picks a side, so a correct kernel's crossings all go the other way.
 class ErrorBalance {
  public:
   static constexpr double kFalseAlarm = 1e-9;
-  static constexpr double kZ = 6.546;  // sqrt(2 ln(2 / kFalseAlarm)), rounded up
+  static constexpr double kZ = 6.650;  // sqrt(2 ln(2 * 2 / kFalseAlarm)) = 6.6498, rounded up
 
-  // `numel` elements in rows of `width` (the output's last dimension; the whole output when it is 1-D).
-  ErrorBalance(int64_t numel, int64_t width);
-  // Element `flat` erred upward (sign > 0) or downward (sign < 0). Called in increasing `flat`.
-  void add(int64_t flat, int sign);
+  // `numel` elements in rows of `width` (the output's last dimension; the whole output when it is
+  // 1-D); with `cluster` > 0, the clusters are runs of `cluster` consecutive elements instead.
+  ErrorBalance(int64_t numel, int64_t width, int64_t cluster = 0);
+  // Element `flat` erred upward (sign > 0) or downward (sign < 0); `away` > 0 when that moved it
+  // away from zero, < 0 toward zero, 0 when the rounded reference is 0. Called in increasing `flat`.
+  void add(int64_t flat, int sign, int away);
 
   struct Verdict {
-    int64_t n_pos = 0, n_neg = 0;
-    double limit = 0;  // |n_pos - n_neg| above this fails; +inf when no imbalance could
+    int64_t n_pos = 0, n_neg = 0;      // signed direction
+    int64_t n_away = 0, n_toward = 0;  // magnitude direction
+    double limit = 0;  // |n_pos - n_neg| or |n_away - n_toward| above this fails; +inf when none could
     bool balanced = true;
   };
   Verdict verdict() const;
 
  private:
-  int64_t width_;
-  int64_t n_pos_ = 0, n_neg_ = 0;
-  int64_t row_ = -1, row_count_ = 0;
-  double row_sq_ = 0;                 // sum over finished rows of c_row^2
-  std::vector<int64_t> column_count_;  // c_col per column
+  bool declared_;  // clusters of `unit_` consecutive elements; else rows of `unit_` and columns
+  int64_t unit_;
+  int64_t n_pos_ = 0, n_neg_ = 0, n_away_ = 0, n_toward_ = 0;
+  int64_t run_ = -1, run_count_ = 0;   // the current row (or cluster) and its count
+  double run_sq_ = 0;                  // sum over finished rows (clusters) of c^2
+  std::vector<int64_t> column_count_;  // c_col per column (rows and columns only)
 };
 
 }  // namespace opgate

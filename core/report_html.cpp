@@ -59,6 +59,25 @@ std::string metric(const nlohmann::json& m, const char* key) {
   return v.is_number() ? fmt::format("{:.3g}", v.get<double>()) : esc(v.dump());
 }
 
+std::string count(const nlohmann::json& m, const char* key) {
+  if (!m.contains(key) || !m[key].is_number()) return "?";
+  return fmt::format("{}", m[key].get<double>());
+}
+
+// The determined elements and, for outputs the error-balance gate judged (a limit other than 0),
+// the balance counts and the limit both differences must stay within.
+std::string determined_and_balance(const nlohmann::json& m) {
+  std::string s = fmt::format("det {} of {}", count(m, "determined"), count(m, "compared"));
+  const bool judged = m.contains("balance_limit") && !(m["balance_limit"].is_number() && m["balance_limit"] == 0);
+  if (judged) {
+    const auto& limit = m["balance_limit"];
+    s += fmt::format("; balance +{}/&minus;{}, away {}/toward {}, limit {}", count(m, "balance_pos"),
+                     count(m, "balance_neg"), count(m, "balance_away"), count(m, "balance_toward"),
+                     limit.is_string() ? esc(limit.get<std::string>()) : metric(m, "balance_limit"));
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string render_html_report(const nlohmann::json& run_info, const std::vector<CaseResult>& results,
@@ -82,7 +101,8 @@ std::string render_html_report(const nlohmann::json& run_info, const std::vector
                         counts[i]);
   }
   html += "</p><table><tr><th>case</th><th>verdict</th><th>reason</th><th>outputs: check, max abs, "
-          "max rel, MERE, RMSE, cosine, error balance, ULP histogram</th><th>ms</th></tr>";
+          "max rel, MERE, RMSE, cosine, error balance; determined elements and error-balance counts; ULP "
+          "histogram</th><th>ms</th></tr>";
   for (const CaseResult* r : order) {
     html += fmt::format("<tr><td><code>{}</code><br><small>{} / {}</small></td>", esc(r->id), esc(r->op), esc(r->tier));
     html += fmt::format("<td><span class=\"v\" style=\"background:{}\">{}</span></td>", verdict_color(r->verdict),
@@ -92,11 +112,12 @@ std::string render_html_report(const nlohmann::json& run_info, const std::vector
     html += "</td><td>";
     for (const auto& o : r->outputs) {
       const auto& m = o.contains("metrics") ? o["metrics"] : nlohmann::json::object();
-      html += fmt::format("<div><b>{}</b> {} {}: abs {} rel {} mere {} rmse {} cos {} eb {}<br>{}</div>",
+      html += fmt::format("<div><b>{}</b> {} {}: abs {} rel {} mere {} rmse {} cos {} eb {}<br><small>{}</small><br>{}</div>",
                           esc(o.value("name", "?")), esc(o.value("check", "?")),
                           o.value("passed", true) ? "ok" : "<b style=\"color:#c62828\">FAIL</b>", metric(m, "max_abs"),
                           metric(m, "max_rel"), metric(m, "mere"), metric(m, "rmse"), metric(m, "cosine"),
-                          metric(m, "error_balance"), ulp_svg(m.value("ulp_hist", nlohmann::json())));
+                          metric(m, "error_balance"), determined_and_balance(m),
+                          ulp_svg(m.value("ulp_hist", nlohmann::json())));
     }
     html += fmt::format("</td><td>{:.1f}</td></tr>", r->total_ms);
   }

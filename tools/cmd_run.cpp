@@ -97,7 +97,8 @@ std::string headline(const CaseResult& r) {
 
 // Freshly generated cases of the selected operators (`run --generate N`), filtered and sharded
 // like cases from files.
-Expected<std::vector<Case>> generated(const RunFlags& f, SelectionCounts* counts) {
+// `skipped` gets one line per operator: how many draws its generator skipped, and why.
+Expected<std::vector<Case>> generated(const RunFlags& f, SelectionCounts* counts, std::vector<std::string>* skipped) {
   std::vector<const OpInfo*> ops;
   for (const auto& name : f.sel.ops) {
     OPGATE_ASSIGN_OR_RETURN(const OpInfo* op, resolve_op(name));
@@ -109,8 +110,10 @@ Expected<std::vector<Case>> generated(const RunFlags& f, SelectionCounts* counts
   OPGATE_ASSIGN_OR_RETURN(SizeClass size, parse_size_class(f.size));
   std::vector<Case> out;
   for (const OpInfo* op : ops) {
-    OPGATE_ASSIGN_OR_RETURN(auto cases, f.extreme_fills ? generate_extreme_cases(*op, f.generate, f.seed, size)
-                                                        : generate_cases(*op, f.generate, f.seed, size));
+    GenerateSkips skips;
+    OPGATE_ASSIGN_OR_RETURN(auto cases, f.extreme_fills ? generate_extreme_cases(*op, f.generate, f.seed, size, &skips)
+                                                        : generate_cases(*op, f.generate, f.seed, size, &skips));
+    skipped->push_back(skips_line(op->stem, static_cast<int64_t>(cases.size()), skips, size));
     for (auto& c : cases) {
       c.tier = "generated";
       out.push_back(std::move(c));
@@ -197,7 +200,8 @@ int run_cases(RunFlags& f) {
   if (f.extreme_fills && f.generate == 0) return fail(parse_error("--extreme-fills needs --generate N"));
   const std::string root = repo_root(f.root);
   SelectionCounts counts;
-  auto cases = f.generate > 0 ? generated(f, &counts) : select_cases(root, f.sel, &counts);
+  std::vector<std::string> skipped;
+  auto cases = f.generate > 0 ? generated(f, &counts, &skipped) : select_cases(root, f.sel, &counts);
   if (!cases) return fail(cases.status());
   // Nothing to run is a mistake (a typo in --filter, an emptied file), unless other shards have it.
   if (counts.matched == 0) {
@@ -259,6 +263,7 @@ int run_cases(RunFlags& f) {
   // From here on SIGINT/SIGTERM end the run cleanly: the current case is dropped (resume runs it),
   // the reports are written for what finished, and the exit code is 128 + the signal.
   install_stop_handlers();
+  for (const auto& line : skipped) fmt::print("generate: {}\n", line);
   if (cases->empty()) {
     fmt::print("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
                "report\n", shard->first, shard->second, counts.matched);

@@ -39,6 +39,7 @@ enum class Defect {
   kRowSumNotRescaled,
   kMaskedSplitSkipped,
   kCombineMaxFromZero,
+  kPCastTruncates,
 };
 
 using DefectEntry = ::opgate::DefectEntry<Defect>;
@@ -75,6 +76,8 @@ constexpr DefectEntry kDefects[] = {
     {Defect::kCombineMaxFromZero, "ifa.combine_max_from_zero",
      "the flash-decode combine starts its max at 0 instead of -inf, so splits whose scores are all far below 0 "
      "underflow to weight 0"},
+    {Defect::kPCastTruncates, "ifa.p_cast_truncates",
+     "P is cast to fp16/bf16 for the PV product by truncation (round toward zero) instead of the kernel's rounding"},
 };
 
 // AIV cores of the C+V template on an Atlas A2 (910B3/910B4: 20 AIC, 40 AIV); the schedule only
@@ -353,7 +356,8 @@ class Kernel {
       if (p_.kv_dtype == DType::kI8) {
         pv_int8(h, t0, w, v);
       } else {
-        for (float& x : h.s) x = static_cast<float>(round_to(p_.kv_dtype, x, p_rounding_));
+        const Rounding pr = defect_ == Defect::kPCastTruncates ? Rounding::kTowardZero : p_rounding_;
+        for (float& x : h.s) x = static_cast<float>(round_to(p_.kv_dtype, x, pr));
       }
     }
     if (p_.kv_dtype != DType::kI8) {

@@ -112,6 +112,33 @@ TEST_P(GeneratedCoverage, same_seed_same_cases) {
   for (size_t i = 0; i < a->size(); ++i) EXPECT_EQ(case_to_json((*a)[i]), case_to_json((*b)[i]));
 }
 
+TEST_P(GeneratedCoverage, skipped_draws_are_counted_and_do_not_change_the_cases) {
+  const OpInfo& op = *GetParam();
+  GenerateSkips small, large;
+  auto a = generate_cases(op, 30, 77, SizeClass::kSmall, &small);
+  auto b = generate_cases(op, 30, 77, SizeClass::kSmall);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  for (size_t i = 0; i < a->size(); ++i) EXPECT_EQ(case_to_json((*a)[i]), case_to_json((*b)[i]));
+  EXPECT_EQ(small.draws, 30 + small.skipped());
+  // A larger budget never skips more of the same draws for size.
+  ASSERT_TRUE(generate_cases(op, 30, 77, SizeClass::kLarge, &large).has_value());
+  EXPECT_EQ(large.draws, 30 + large.skipped());
+  EXPECT_LE(large.over_budget, small.over_budget);
+}
+
+TEST(GenerateSkips, the_line_names_every_reason) {
+  GenerateSkips s;
+  s.draws = 10;
+  s.unparsed = 1;
+  s.invalid = 2;
+  s.over_budget = 3;
+  EXPECT_EQ(skips_line("op", 4, s, SizeClass::kSmall),
+            "op: 4 generated case(s) from 10 draw(s) (skipped 6: 1 unparsed, 2 invalid call(s), 3 over the budget of "
+            "16384 input elements)");
+  EXPECT_EQ(skips_line("op", 4, GenerateSkips{4, 0, 0, 0}, SizeClass::kSmall),
+            "op: 4 generated case(s) from 4 draw(s), none skipped");
+}
+
 std::vector<const OpInfo*> ops() {
   std::vector<const OpInfo*> v;
   for (const auto& op : all_ops()) v.push_back(&op);

@@ -96,8 +96,10 @@ g0=$(wc -l <"$WORK/g0/results.jsonl"); g1=$(wc -l <"$WORK/g1/results.jsonl")
 check "generated shards partition the cases" test $((g0 + g1)) -eq $((3 * n_ops))
 "$OPGATE" merge "$WORK/g0" "$WORK/g1" --out "$WORK/g_merged" >/dev/null 2>&1
 check "generated shards merge without overlap" test $? -eq 0
-"$OPGATE" run --generate 3 --size small --seed 4 --filter '^fwb' --out "$WORK/g_fwb" -q >/dev/null 2>&1
+"$OPGATE" run --generate 3 --size small --seed 4 --filter '^fwb' --out "$WORK/g_fwb" -q >"$WORK/g_fwb.txt" 2>&1
 check "--filter selects among generated cases" test "$(grep -vc '"op":"ffn_worker_batching"' "$WORK/g_fwb/results.jsonl")" -eq 0
+check "--generate reports the draws it skipped per operator" \
+  grep -qE '^generate: incre_flash_attention_v3: 3 generated case\(s\) from [0-9]+ draw\(s\)' "$WORK/g_fwb.txt"
 expect_error 2 "no cases selected \(none of the [0-9]+ generated case\(s\) matches --filter 'NOMATCH'\)" \
   run --generate 3 --size small --filter NOMATCH --out "$WORK/g_none"
 

@@ -1,6 +1,7 @@
 // The error-balance gate: the limit by hand, a synthetic device whose intermediate truncates
 // (within the elementwise bound on every element) fails, the correct device never does, errors
-// correlated along rows or columns do not raise false alarms, and ties are left out.
+// correlated along rows or columns, or inside a declared cluster, do not raise false alarms, a
+// truncation on outputs of both signs is seen by the magnitude direction, and ties are left out.
 #include "core/error_balance.h"
 
 #include <cmath>
@@ -15,28 +16,67 @@ namespace {
 
 TEST(ErrorBalance, limit_is_z_times_the_root_of_the_larger_axis_sum) {
   // 100 x 100, one upward error in each of the first 50 rows, all in column 0: rows sum
-  // 50 * 1^2 = 50, columns 50^2 = 2500; limit = 6.546 * 50 = 327.3 > 50 errors: cannot fail.
+  // 50 * 1^2 = 50, columns 50^2 = 2500; limit = 6.650 * 50 = 332.5 > 50 errors: cannot fail.
   ErrorBalance one_column(10000, 100);
-  for (int64_t r = 0; r < 50; ++r) one_column.add(r * 100, 1);
+  for (int64_t r = 0; r < 50; ++r) one_column.add(r * 100, 1, 1);
   EXPECT_TRUE(std::isinf(one_column.verdict().limit));
   EXPECT_TRUE(one_column.verdict().balanced);
-  // 100 upward errors on the diagonal: both sums 100, limit 65.46 < 100: unbalanced.
+  // 100 upward errors on the diagonal: both sums 100, limit 66.50 < 100: unbalanced.
   ErrorBalance diagonal(10000, 100);
-  for (int64_t r = 0; r < 100; ++r) diagonal.add(r * 101, 1);
-  EXPECT_NEAR(diagonal.verdict().limit, 65.46, 1e-9);
+  for (int64_t r = 0; r < 100; ++r) diagonal.add(r * 101, 1, 1);
+  EXPECT_NEAR(diagonal.verdict().limit, 66.50, 1e-9);
   EXPECT_FALSE(diagonal.verdict().balanced);
-  // 80 up, 20 down on the diagonal: |60| <= 65.46.
+  // 80 up, 20 down on the diagonal: |60| <= 66.50.
   ErrorBalance mixed(10000, 100);
-  for (int64_t r = 0; r < 100; ++r) mixed.add(r * 101, r < 80 ? 1 : -1);
+  for (int64_t r = 0; r < 100; ++r) mixed.add(r * 101, r < 80 ? 1 : -1, r < 80 ? 1 : -1);
   EXPECT_EQ(mixed.verdict().n_pos, 80);
   EXPECT_EQ(mixed.verdict().n_neg, 20);
   EXPECT_TRUE(mixed.verdict().balanced);
 }
 
+TEST(ErrorBalance, the_magnitude_direction_sees_what_the_signed_one_cannot) {
+  // 100 errors on the diagonal, 50 above and 50 below, all toward zero (50 positive values
+  // rounded down, 50 negative values rounded up): signed |0|, magnitude |-100| > 66.50.
+  ErrorBalance shrink(10000, 100);
+  for (int64_t r = 0; r < 100; ++r) shrink.add(r * 101, r % 2 == 0 ? 1 : -1, -1);
+  const ErrorBalance::Verdict v = shrink.verdict();
+  EXPECT_EQ(v.n_pos, 50);
+  EXPECT_EQ(v.n_neg, 50);
+  EXPECT_EQ(v.n_away, 0);
+  EXPECT_EQ(v.n_toward, 100);
+  EXPECT_FALSE(v.balanced);
+  // A rounded reference of 0 has no magnitude direction: 100 upward errors there count only as
+  // signed ones, half of them offset by 50 downward: |0| signed, magnitude not counted.
+  ErrorBalance at_zero(10000, 100);
+  for (int64_t r = 0; r < 100; ++r) at_zero.add(r * 101, r % 2 == 0 ? 1 : -1, 0);
+  EXPECT_EQ(at_zero.verdict().n_away + at_zero.verdict().n_toward, 0);
+  EXPECT_TRUE(at_zero.verdict().balanced);
+}
+
+TEST(ErrorBalance, a_declared_cluster_replaces_rows_and_columns) {
+  // 1000 elements in one row of 1000: rows and columns cannot fail (the row sum is N^2).
+  // Declared clusters of 10: one upward error in each of the 100 clusters, sum 100 * 1^2,
+  // limit 66.50 < 100: unbalanced.
+  ErrorBalance rows(1000, 1000), clusters(1000, 1000, 10);
+  for (int64_t j = 0; j < 100; ++j) {
+    rows.add(j * 10 + 3, 1, 1);
+    clusters.add(j * 10 + 3, 1, 1);
+  }
+  EXPECT_TRUE(std::isinf(rows.verdict().limit));
+  EXPECT_NEAR(clusters.verdict().limit, 66.50, 1e-9);
+  EXPECT_FALSE(clusters.verdict().balanced);
+  // All 10 elements of the first 10 clusters err upward: sum 10 * 10^2 = 1000, limit
+  // 6.650 * 31.62 = 210.3 > 100 errors: cannot fail.
+  ErrorBalance packed(1000, 1000, 10);
+  for (int64_t i = 0; i < 100; ++i) packed.add(i, 1, 1);
+  EXPECT_TRUE(std::isinf(packed.verdict().limit));
+  EXPECT_TRUE(packed.verdict().balanced);
+}
+
 TEST(ErrorBalance, a_one_dimensional_output_never_fails) {
   // One row: the row sum is N^2, so no imbalance reaches the limit.
   ErrorBalance flat(1000, 1000);
-  for (int64_t i = 0; i < 1000; ++i) flat.add(i, 1);
+  for (int64_t i = 0; i < 1000; ++i) flat.add(i, 1, 1);
   EXPECT_TRUE(flat.verdict().balanced);
 }
 
@@ -127,6 +167,76 @@ TEST(ErrorBalance, ties_are_left_out) {
   const CompareResult r = compare_output(c, e, g, Tensor::full(DType::kF64, {128, 128}, 0x1p-14), Tensor());
   EXPECT_TRUE(r.passed) << r.message;
   EXPECT_EQ(r.metrics.balance_pos + r.metrics.balance_neg, 0);
+}
+
+// An attention-like fp16 output: H heads of D channels, four heads to a row of the tensor (a BSH
+// layout), channel d centred on a bias b_d in [-2, 2] shared by every head (outputs of both signs).
+// The allowance is 2^-11 |e|, about half an fp16 ulp relative.
+struct Heads {
+  Tensor expected, magnitude, correlated, truncating;
+};
+constexpr int64_t kHeads = 256, kD = 64, kRow = 4 * kD;
+Heads heads(uint32_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0), fraction(0.0, 1.0);
+  const Shape shape{kHeads / 4, kRow};
+  Heads h{Tensor::zeros(DType::kF64, shape), Tensor::zeros(DType::kF64, shape), Tensor::zeros(DType::kF16, shape),
+          Tensor::zeros(DType::kF16, shape)};
+  std::vector<double> bias(static_cast<size_t>(kD));
+  for (auto& b : bias) b = 2 * unit(gen);
+  for (int64_t head = 0; head < kHeads; ++head) {
+    // Correct but correlated: one relative error per head (a softmax denominator, <= 2^-12),
+    // plus an independent one per element (<= 2^-12): within the allowance.
+    const double shared = unit(gen) * 0x1p-12;
+    for (int64_t d = 0; d < kD; ++d) {
+      const int64_t i = head * kD + d;
+      const double e = bias[static_cast<size_t>(d)] + 0.25 * unit(gen);
+      h.expected.set(i, e);
+      h.magnitude.set(i, std::fabs(e) * 0x1p-11);
+      h.correlated.set(i, round_to(DType::kF16, e * (1 + shared + unit(gen) * 0x1p-12)));
+      // Defective: a truncated intermediate shrinks every value by a relative [0, 2^-11) (a
+      // truncating P cast), within the allowance but always toward zero.
+      h.truncating.set(i, round_to(DType::kF16, e * (1 - fraction(gen) * 0x1p-11)));
+    }
+  }
+  return h;
+}
+
+OutputCheck head_bound() {
+  OutputCheck c = fp16_bound();
+  c.balance_cluster = kD;
+  return c;
+}
+
+TEST(ErrorBalance, errors_shared_inside_a_declared_cluster_are_no_false_alarm) {
+  int beyond_independent_limit = 0;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    const Heads h = heads(seed);
+    const CompareResult r = compare_output(head_bound(), h.expected, h.correlated, h.magnitude, Tensor());
+    EXPECT_TRUE(r.passed) << "seed " << seed << ": " << r.message;
+    EXPECT_EQ(r.metrics.mismatches, 0) << "seed " << seed;
+    const double n = static_cast<double>(r.metrics.balance_pos + r.metrics.balance_neg);
+    beyond_independent_limit += std::fabs(static_cast<double>(r.metrics.balance_away - r.metrics.balance_toward)) >
+                                ErrorBalance::kZ * std::sqrt(n);
+  }
+  // Judged as independent elements some of these correct outputs would fail: the heads are what
+  // keeps the correlated kernel green.
+  EXPECT_GT(beyond_independent_limit, 0);
+}
+
+TEST(ErrorBalance, a_truncation_on_outputs_of_both_signs_fails_through_the_magnitude_direction) {
+  int signed_alone_would_fail = 0;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    const Heads h = heads(seed);
+    const CompareResult r = compare_output(head_bound(), h.expected, h.truncating, h.magnitude, Tensor());
+    EXPECT_EQ(r.metrics.mismatches, 0) << "seed " << seed;  // invisible elementwise
+    EXPECT_FALSE(r.passed) << "seed " << seed << ": " << r.message;
+    EXPECT_GT(r.metrics.balance_toward, 4 * r.metrics.balance_away) << "seed " << seed;
+    signed_alone_would_fail +=
+        std::fabs(static_cast<double>(r.metrics.balance_pos - r.metrics.balance_neg)) > r.metrics.balance_limit;
+  }
+  // The bias of b_d in [-2, 2] leaves the signed counts within the limit on most seeds.
+  EXPECT_LT(signed_alone_would_fail, 20);
 }
 
 }  // namespace
