@@ -5,7 +5,8 @@ the operator's ci tier (or the comparator's unit tests) catches.
 Usage:
   tools/mutate.py --op <stem> [--op <stem> ...]   mutants of device/emu/<stem>.cpp, checked by
                                                    `opgate run --op <stem> --tier ci --strict`
-  tools/mutate.py --comparator                     mutants of core/compare.cpp, checked by core_tests
+  tools/mutate.py --comparator                     mutants of core/compare.cpp and core/error_balance.cpp,
+                                                   checked by core_tests
                                                    (--comparator-filter, default below)
   tools/mutate.py --all                            every operator with cases/<stem>/ci.json, and
                                                    the comparator
@@ -56,8 +57,10 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mutation import driver, mutants  # noqa: E402
 
-DEFAULT_COMPARATOR_FILTER = "Compare*.*:Vacuity*.*:*Verdict*.*:*ExitCode*.*"
+DEFAULT_COMPARATOR_FILTER = "Compare*.*:*Vacuity*.*:*Verdict*.*:*ExitCode*.*:ErrorBalance*.*:NonFinite*.*"
 COMPARATOR_FILE = "core/compare.cpp"
+# The comparator's sources, each its own target, all checked by the comparator's unit tests.
+COMPARATOR_TARGETS = {"comparator": COMPARATOR_FILE, "error_balance": "core/error_balance.cpp"}
 
 
 def parse_args(argv):
@@ -205,7 +208,7 @@ def main(argv):
             ops.append(op)
     targets = [(op, f"device/emu/{op}.cpp") for op in ops]
     if a.comparator or a.all:
-        targets.append(("comparator", COMPARATOR_FILE))
+        targets.extend(COMPARATOR_TARGETS.items())
     operators = tuple(a.operator) or mutants.OPERATORS
     equivalents = read_equivalents(a.equivalents or os.path.join(a.tree, "tests", "mutation",
                                                                    "equivalent_mutants.txt"))
@@ -241,7 +244,7 @@ def main(argv):
     # Worker trees: each a full copy with its own build (build/release, the same relative layout
     # as the engineers' trees, so ccache hits).
     workers = []
-    need_tests = any(name == "comparator" for name, *_ in plan)
+    need_tests = any(name in COMPARATOR_TARGETS for name, *_ in plan)
     for w in range(a.jobs):
         tree = os.path.join(scratch, f"w{w}", "src")
         log(f"syncing {a.tree} -> {tree}")
@@ -282,7 +285,7 @@ def main(argv):
         t0 = time.monotonic()
 
         def make_target(tree, build, w):
-            if name == "comparator":
+            if name in COMPARATOR_TARGETS:
                 return driver.comparator_target(tree, build, a.comparator_filter)
             return driver.opgate_target(name, tree, build, os.path.join(scratch, f"w{w}", "report"), 600)
 
