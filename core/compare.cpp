@@ -162,7 +162,10 @@ bool elementwise_only(const OutputCheck& check) {
          check.tol.standard == Standard::kAllclose;
 }
 
-void keep_worst(std::vector<std::pair<double, ComparePoint>>& worst, double score, ComparePoint p) {
+// A point's rank among the worst: failing before passing, then by its share of the allowance. A
+// pair, not share + 1e300, which would make every failing share of order 1 the same number.
+using WorstRank = std::pair<bool, double>;
+void keep_worst(std::vector<std::pair<WorstRank, ComparePoint>>& worst, WorstRank score, ComparePoint p) {
   if (worst.size() < kMaxPoints) {
     worst.emplace_back(score, std::move(p));
   } else {
@@ -237,7 +240,7 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
   }
   const DType T = check.device_dtype;
   const bool integer_expected = is_integer(expected.dtype());
-  std::vector<std::pair<double, ComparePoint>> worst;
+  std::vector<std::pair<WorstRank, ComparePoint>> worst;
   std::optional<ErrorBalance> balance;
   if (one_rounding_bound(check)) {
     balance.emplace(got.numel(), got.rank() >= 2 ? got.dim(got.rank() - 1) : got.numel(), check.balance_cluster);
@@ -312,7 +315,7 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
       p.accepted_hi = judged.hi;
       if (!ok && r.first_failures.size() < kMaxPoints) r.first_failures.push_back(p);
       const double score = allowed > 0 ? abs_err / allowed : abs_err * 1e300;
-      keep_worst(worst, ok ? score : score + 1e300, std::move(p));
+      keep_worst(worst, {!ok, score}, std::move(p));
     }
   }
   if (n_finite > 0) {

@@ -1,0 +1,211 @@
+// Comparator metrics and report points by hand arithmetic: MERE, MARE, max rel, RMSE, cosine,
+// error balance, budget used, every ulp-histogram bucket edge, the first failures and the worst
+// points (cap, order, which elements), and the per-standard allowances at a value where a
+// misplaced operator would change the verdict.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "core/compare.h"
+
+namespace opgate {
+namespace {
+
+Tensor f64(Shape shape, std::vector<double> v) { return Tensor::from_values(DType::kF64, std::move(shape), v); }
+Tensor of(DType t, Shape shape, std::vector<double> v) { return Tensor::from_values(t, std::move(shape), v); }
+
+OutputCheck tolerance(DType t, Standard s) {
+  OutputCheck c;
+  c.name = "out";
+  c.kind = CheckKind::kTolerance;
+  c.device_dtype = t;
+  c.tol.standard = s;
+  return c;
+}
+
+OutputCheck allclose(DType t, double atol) {
+  OutputCheck c = tolerance(t, Standard::kAllclose);
+  c.tol.atol = atol;
+  return c;
+}
+
+TEST(CompareMetrics, four_elements_by_hand) {
+  // e = (1, -2, 4, 0), g = (1.5, -2, 3, 1e-6); allclose atol 2 (every element passes).
+  // |g - e| = (0.5, 0, 1, 1e-6).
+  //   max abs  = 1
+  //   max rel  = max(0.5 / 1, 0 / 2, 1 / 4) = 0.5          (e = 0 has no relative error)
+  //   MARE     = max over |g - e| / (|e| + 1e-7) = 1e-6 / 1e-7 = 10   (the e = 0 element)
+  //   MERE     = (0.5 / (1 + 1e-7) + 0 + 1 / (4 + 1e-7) + 10) / 4 = (0.49999995 + 0.249999994 + 10) / 4
+  //            = 2.687499986
+  //   RMSE     = sqrt((0.25 + 0 + 1 + 1e-12) / 4) = sqrt(0.3125)
+  //   balance  = (#above - #below) / compared = (2 - 1) / 4 = 0.25   (the equal element counts neither)
+  //   cosine   = (1.5 + 4 + 12 + 0) / sqrt((1 + 4 + 16) * (2.25 + 4 + 9 + 1e-12)) = 17.5 / sqrt(21 * 15.25)
+  //   budget   = max |g - e| / allowed = 1 / 2
+  const CompareResult r = compare_output(allclose(DType::kF64, 2), f64({4}, {1, -2, 4, 0}),
+                                         of(DType::kF64, {4}, {1.5, -2, 3, 1e-6}), Tensor(), Tensor());
+  ASSERT_TRUE(r.passed) << r.message;
+  const CompareMetrics& m = r.metrics;
+  EXPECT_EQ(m.elements, 4);
+  EXPECT_EQ(m.compared, 4);
+  EXPECT_EQ(m.mismatches, 0);
+  EXPECT_DOUBLE_EQ(m.max_abs, 1);
+  EXPECT_DOUBLE_EQ(m.max_rel, 0.5);
+  EXPECT_NEAR(m.mare, 10, 1e-9);
+  EXPECT_NEAR(m.mere, 2.687499986, 1e-9);
+  EXPECT_NEAR(m.rmse, std::sqrt(0.3125), 1e-12);
+  EXPECT_DOUBLE_EQ(m.error_balance, 0.25);
+  EXPECT_NEAR(m.cosine, 17.5 / std::sqrt(21 * 15.25), 1e-12);
+  EXPECT_DOUBLE_EQ(m.budget_used, 0.5);
+}
+
+TEST(CompareMetrics, cosine_of_zero_vectors) {
+  // Both zero: the same (cosine 1). Expected zero but got not: nothing alike (cosine 0).
+  const OutputCheck c = allclose(DType::kF64, 2);
+  EXPECT_DOUBLE_EQ(compare_output(c, f64({2}, {0, 0}), of(DType::kF64, {2}, {0, 0}), Tensor(), Tensor()).metrics.cosine, 1);
+  EXPECT_DOUBLE_EQ(compare_output(c, f64({2}, {0, 0}), of(DType::kF64, {2}, {0, 1}), Tensor(), Tensor()).metrics.cosine, 0);
+  EXPECT_DOUBLE_EQ(compare_output(c, f64({2}, {0, 1}), of(DType::kF64, {2}, {0, 0}), Tensor(), Tensor()).metrics.cosine, 0);
+  // Opposite vectors: -1.
+  EXPECT_DOUBLE_EQ(compare_output(allclose(DType::kF64, 10), f64({2}, {1, 2}), of(DType::kF64, {2}, {-1, -2}), Tensor(),
+                                  Tensor())
+                       .metrics.cosine,
+                   -1);
+}
+
+TEST(CompareMetrics, error_balance_counts_direction_over_compared_elements) {
+  // Three below, one above, one equal: (1 - 3) / 5 = -0.4.
+  const CompareResult r = compare_output(allclose(DType::kF64, 1), f64({5}, {1, 1, 1, 1, 1}),
+                                         of(DType::kF64, {5}, {0.5, 0.9, 0.99, 1.5, 1}), Tensor(), Tensor());
+  EXPECT_DOUBLE_EQ(r.metrics.error_balance, -0.4);
+}
+
+TEST(CompareMetrics, ulp_histogram_every_bucket_edge) {
+  // f16 at 1.0: ulp 2^-10, every g = 1 + k ulp is an f16 value. Buckets: 0 | 1 | 2 | 3-4 | 5-8 |
+  // 9-16 | 17-64 | >64; each edge k and k + 1 (both sides) once:
+  //   k = 0 -> b0; 1 -> b1; 2 -> b2; 3, 4 -> b3; 5, 8 -> b4; 9, 16 -> b5; 17, 64 -> b6; 65 -> b7.
+  const std::vector<double> ks{0, 1, 2, 3, 4, 5, 8, 9, 16, 17, 64, 65};
+  std::vector<double> g;
+  for (double k : ks) g.push_back(1 + k * 0x1p-10);
+  const auto n = static_cast<int64_t>(ks.size());
+  const CompareResult r = compare_output(allclose(DType::kF16, 1), f64({n}, std::vector<double>(ks.size(), 1.0)),
+                                         of(DType::kF16, {n}, g), Tensor(), Tensor());
+  const std::array<int64_t, 8> expected{1, 1, 1, 2, 2, 2, 2, 1};
+  EXPECT_EQ(r.metrics.ulp_hist, expected);
+  EXPECT_DOUBLE_EQ(r.metrics.max_ulp, 65);
+}
+
+TEST(CompareMetrics, budget_used_is_the_largest_share_of_the_allowance) {
+  // allclose atol 0.5, rtol 0.25: allowed = 0.5 + 0.25 |e| = 0.75 at e = 1 and 1.5 at e = 4.
+  // Errors 0.3 and 1.2: shares 0.4 and 0.8.
+  OutputCheck c = allclose(DType::kF64, 0.5);
+  c.tol.rtol = 0.25;
+  const CompareResult r = compare_output(c, f64({2}, {1, 4}), of(DType::kF64, {2}, {1.3, 5.2}), Tensor(), Tensor());
+  EXPECT_TRUE(r.passed);
+  EXPECT_NEAR(r.metrics.budget_used, 0.8, 1e-12);
+}
+
+TEST(CompareAscendMixed, element_allowance_grows_with_the_expected_value) {
+  // fp16: allowed = 2^-9 + 2^-9 |e|; at e = 100 that is 0.197. f16 spacing at 100 is 1/16, so
+  // 100.125 (error 0.125) passes and 100.25 (error 0.25) fails (one bad of one is above 1 %; the
+  // cap max(0.1, 32 * 1/16 = 2) is not reached).
+  const OutputCheck c = tolerance(DType::kF16, Standard::kAscendMixed);
+  EXPECT_TRUE(compare_output(c, f64({1}, {100}), of(DType::kF16, {1}, {100.125}), Tensor(), Tensor()).passed);
+  EXPECT_FALSE(compare_output(c, f64({1}, {100}), of(DType::kF16, {1}, {100.25}), Tensor(), Tensor()).passed);
+}
+
+TEST(CompareAscendMixed, cap_is_32_ulp_at_the_worst_element_above_the_floor) {
+  // fp16 at 1000: spacing 0.5, cap = max(0.1, 32 * 0.5) = 16. The element allowance there is
+  // 2^-9 (1 + 1000) = 1.955, so g = 1010 (error 10) is a bad element; with 199 exact elements it
+  // is 1 bad of 200 (allowed 2), and 10 <= 16 keeps it under the cap. g = 1020 (error 20) is over.
+  std::vector<double> e(200, 1000.0), g(200, 1000.0);
+  const OutputCheck c = tolerance(DType::kF16, Standard::kAscendMixed);
+  g[0] = 1010;
+  EXPECT_TRUE(compare_output(c, f64({200}, e), of(DType::kF16, {200}, g), Tensor(), Tensor()).passed);
+  g[0] = 1020;
+  EXPECT_FALSE(compare_output(c, f64({200}, e), of(DType::kF16, {200}, g), Tensor(), Tensor()).passed);
+}
+
+TEST(CompareDualThousandth, element_allowance_is_relative_above_one) {
+  // fp16: allowed = 1e-3 max(1, |e|): 0.1 at e = 100, 1e-3 at e = 0.5. f16 spacing at 100 is 1/16:
+  // 100.0625 passes, 100.125 fails (one bad of one is above 0.1 %).
+  const OutputCheck c = tolerance(DType::kF16, Standard::kDualThousandth);
+  EXPECT_TRUE(compare_output(c, f64({1}, {100}), of(DType::kF16, {1}, {100.0625}), Tensor(), Tensor()).passed);
+  EXPECT_FALSE(compare_output(c, f64({1}, {100}), of(DType::kF16, {1}, {100.125}), Tensor(), Tensor()).passed);
+  // At 0.5 (spacing 2^-11 = 4.9e-4): 0.5 + 2^-11 passes, 0.5 + 2^-10 (9.8e-4) passes, + 3 * 2^-11 fails.
+  EXPECT_TRUE(compare_output(c, f64({1}, {0.5}), of(DType::kF16, {1}, {0.5 + 0x1p-10}), Tensor(), Tensor()).passed);
+  EXPECT_FALSE(compare_output(c, f64({1}, {0.5}), of(DType::kF16, {1}, {0.5 + 3 * 0x1p-11}), Tensor(), Tensor()).passed);
+}
+
+TEST(CompareWorst, first_failures_are_the_first_ten_failing_elements_in_index_order) {
+  // 12 elements, expected 0, got i + 1 under allclose atol 2.5: elements 0 and 1 pass (errors 1, 2),
+  // elements 2..11 fail. first_failures: exactly the 10 failing ones 2..11 in order (none of the
+  // passing ones even though their error is nonzero).
+  std::vector<double> g;
+  for (int i = 0; i < 14; ++i) g.push_back(i + 1);
+  const CompareResult r = compare_output(allclose(DType::kF64, 2.5), f64({14}, std::vector<double>(14, 0.0)),
+                                         of(DType::kF64, {14}, g), Tensor(), Tensor());
+  EXPECT_EQ(r.metrics.mismatches, 12);
+  ASSERT_EQ(r.first_failures.size(), 10u);
+  for (size_t k = 0; k < 10; ++k) EXPECT_EQ(r.first_failures[k].flat, static_cast<int64_t>(k) + 2) << k;
+  // worst: the 10 largest errors, largest first: elements 13, 12, ..., 4.
+  ASSERT_EQ(r.worst.size(), 10u);
+  for (size_t k = 0; k < 10; ++k) EXPECT_EQ(r.worst[k].flat, 13 - static_cast<int64_t>(k)) << k;
+}
+
+TEST(CompareWorst, failing_elements_rank_before_passing_ones_and_points_carry_their_numbers) {
+  // allclose atol 1, rtol 1 at e = (2, 0, 0.5): allowed = 1 + |e| = (3, 1, 1.5).
+  // g = (4.5, 1.2, 1.5): errors (2.5, 1.2, 1) and shares (0.833, 1.2, 0.667): element 1 fails.
+  // Worst order: 1 (failing), then 0 (0.833), then 2 (0.667).
+  OutputCheck c = allclose(DType::kF64, 1);
+  c.tol.rtol = 1;
+  const CompareResult r = compare_output(c, f64({3}, {2, 0, 0.5}), of(DType::kF64, {3}, {4.5, 1.2, 1.5}), Tensor(), Tensor());
+  EXPECT_FALSE(r.passed);
+  ASSERT_EQ(r.first_failures.size(), 1u);
+  const ComparePoint& p = r.first_failures[0];
+  EXPECT_EQ(p.flat, 1);
+  EXPECT_EQ(p.index, std::vector<int64_t>{1});
+  EXPECT_DOUBLE_EQ(p.expected, 0);
+  EXPECT_DOUBLE_EQ(p.got, 1.2);
+  EXPECT_DOUBLE_EQ(p.abs_err, 1.2);
+  EXPECT_NEAR(p.rel_err, 1.2e7, 1e-3);  // 1.2 / (0 + 1e-7)
+  EXPECT_DOUBLE_EQ(p.allowed, 1);
+  EXPECT_FALSE(p.interval);
+  ASSERT_EQ(r.worst.size(), 3u);
+  EXPECT_EQ(r.worst[0].flat, 1);
+  EXPECT_EQ(r.worst[1].flat, 0);
+  EXPECT_EQ(r.worst[2].flat, 2);
+  EXPECT_NEAR(r.worst[1].rel_err, 2.5 / (2 + 1e-7), 1e-12);
+}
+
+TEST(CompareWorst, an_exact_output_ranks_by_absolute_error) {
+  // Exact: no allowance, so the errors themselves order the worst points: |9 - 2| = 7 > |7 - 5| = 2
+  // > |3.5 - 3| = 0.5.
+  OutputCheck c;
+  c.name = "out";
+  c.kind = CheckKind::kExact;
+  c.device_dtype = DType::kF32;
+  const CompareResult r = compare_output(c, f64({4}, {0, 5, 2, 3}), of(DType::kF32, {4}, {0, 7, 9, 3.5}), Tensor(), Tensor());
+  ASSERT_EQ(r.worst.size(), 3u);
+  EXPECT_EQ(r.worst[0].flat, 2);
+  EXPECT_EQ(r.worst[1].flat, 1);
+  EXPECT_EQ(r.worst[2].flat, 3);
+  EXPECT_EQ(r.metrics.determined, 4);
+  EXPECT_DOUBLE_EQ(r.metrics.budget_used, 0);  // no allowance, no share
+}
+
+TEST(CompareWorst, a_one_rounding_bound_point_names_its_accepted_interval) {
+  // f16 bound with acc = 0 at e = 1 + 2^-12: the interval rounds to 1 alone, so [lo, hi] = [1, 1];
+  // g = 1 + 2^-10 fails.
+  OutputCheck c = tolerance(DType::kF16, Standard::kBound);
+  c.tol.c = 1;
+  c.tol.u_acc = 1;
+  const CompareResult r = compare_output(c, f64({1}, {1 + 0x1p-12}), of(DType::kF16, {1}, {1 + 0x1p-10}), f64({1}, {0}),
+                                         Tensor());
+  ASSERT_EQ(r.first_failures.size(), 1u);
+  EXPECT_TRUE(r.first_failures[0].interval);
+  EXPECT_DOUBLE_EQ(r.first_failures[0].accepted_lo, 1);
+  EXPECT_DOUBLE_EQ(r.first_failures[0].accepted_hi, 1);
+  EXPECT_DOUBLE_EQ(r.first_failures[0].expected_rounded, 1);
+}
+
+}  // namespace
+}  // namespace opgate
