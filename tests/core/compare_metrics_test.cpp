@@ -124,6 +124,18 @@ TEST(CompareAscendMixed, cap_is_32_ulp_at_the_worst_element_above_the_floor) {
   EXPECT_FALSE(compare_output(c, f64({200}, e), of(DType::kF16, {200}, g), Tensor(), Tensor()).passed);
 }
 
+TEST(CompareBound, a_wider_output_term_allows_c_u_magnitude_plus_its_ulps) {
+  // f32, c = 2, u_acc = 2^-24, out_ulps = 1 (not one rounding, so the plain allowance applies):
+  // at e = 1, magnitude 100: 2 * 2^-24 * 100 + 1 * 2^-23 = 1.19209e-5 + 1.192e-7 = 1.20401e-5.
+  OutputCheck c = tolerance(DType::kF32, Standard::kBound);
+  c.tol.c = 2;
+  c.tol.u_acc = 0x1p-24;
+  c.tol.out_ulps = 1;
+  const Tensor mag = f64({1}, {100});
+  EXPECT_TRUE(compare_output(c, f64({1}, {1}), of(DType::kF32, {1}, {1 + 1.2e-5}), mag, Tensor()).passed);
+  EXPECT_FALSE(compare_output(c, f64({1}, {1}), of(DType::kF32, {1}, {1 + 1.21e-5}), mag, Tensor()).passed);
+}
+
 TEST(CompareDualThousandth, element_allowance_is_relative_above_one) {
   // fp16: allowed = 1e-3 max(1, |e|): 0.1 at e = 100, 1e-3 at e = 0.5. f16 spacing at 100 is 1/16:
   // 100.0625 passes, 100.125 fails (one bad of one is above 0.1 %).

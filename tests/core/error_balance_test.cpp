@@ -73,6 +73,79 @@ TEST(ErrorBalance, a_declared_cluster_replaces_rows_and_columns) {
   EXPECT_TRUE(packed.verdict().balanced);
 }
 
+TEST(ErrorBalance, the_row_sum_decides_when_it_is_the_larger) {
+  // 100 x 100, two errors in each of the first 50 rows, all in distinct columns (row r: columns 2r
+  // and 2r + 1): rows sum 50 * 2^2 = 200, columns 100 * 1^2 = 100; limit = 6.650 * sqrt(200) =
+  // 94.045 < 100 errors. The references are 0 (away = 0), so only the signed statistic counts.
+  auto fill = [](int up) {
+    ErrorBalance b(10000, 100);
+    int k = 0;
+    for (int64_t r = 0; r < 50; ++r) {
+      for (int64_t j = 0; j < 2; ++j, ++k) b.add(r * 100 + 2 * r + j, k < up ? 1 : -1, 0);
+    }
+    return b.verdict();
+  };
+  const ErrorBalance::Verdict all_up = fill(100);
+  EXPECT_NEAR(all_up.limit, 6.650 * 14.142135623730951, 1e-9);
+  EXPECT_EQ(all_up.n_pos, 100);
+  EXPECT_EQ(all_up.n_neg, 0);
+  EXPECT_FALSE(all_up.balanced);
+  // 97 up, 3 down: |94| <= 94.045 (the column sum alone, limit 66.50, would fail it).
+  const ErrorBalance::Verdict mostly_up = fill(97);
+  EXPECT_NEAR(mostly_up.limit, 6.650 * 14.142135623730951, 1e-9);
+  EXPECT_EQ(mostly_up.n_neg, 3);
+  EXPECT_TRUE(mostly_up.balanced);
+  // 98 up, 2 down: |96| > 94.045.
+  EXPECT_FALSE(fill(98).balanced);
+}
+
+TEST(ErrorBalance, a_zero_sign_is_no_error) {
+  ErrorBalance b(10000, 100);
+  for (int64_t r = 0; r < 100; ++r) b.add(r * 101, 0, 1);
+  const ErrorBalance::Verdict v = b.verdict();
+  EXPECT_EQ(v.n_pos, 0);
+  EXPECT_EQ(v.n_neg, 0);
+  EXPECT_EQ(v.n_away, 0);
+  EXPECT_TRUE(v.balanced);
+}
+
+TEST(ErrorBalance, a_limit_equal_to_the_error_count_cannot_be_exceeded) {
+  // Rows of 155 (37 of them), 136 (6) and 1 (99) errors, width 1000, in distinct columns within a
+  // row: n = 5735 + 816 + 99 = 6650, rows sum 37 * 24025 + 6 * 18496 + 99 = 10^6, columns far
+  // less. limit = 6.650 * 1000 = 6650 = n, and |T| <= n always: reported as +inf (too small to tell).
+  ErrorBalance b(142 * 1000, 1000);
+  int64_t row = 0;
+  for (auto [count, rows] : {std::pair<int, int>{155, 37}, {136, 6}, {1, 99}}) {
+    for (int k = 0; k < rows; ++k, ++row) {
+      for (int64_t j = 0; j < count; ++j) b.add(row * 1000 + (row + j) % 1000, 1, 1);
+    }
+  }
+  const ErrorBalance::Verdict v = b.verdict();
+  EXPECT_EQ(v.n_pos, 6650);
+  EXPECT_TRUE(std::isinf(v.limit));
+  EXPECT_TRUE(v.balanced);
+}
+
+TEST(ErrorBalance, an_imbalance_equal_to_the_limit_is_balanced) {
+  // 62500 rows of 4 errors, row r in columns 4r .. 4r + 3 (mod 62500), so every column holds 4:
+  // rows sum = columns sum = 62500 * 16 = 10^6, limit = 6.650 * 1000 = 6650 < n = 250000.
+  // 128325 up and 121675 down (references 0, so no magnitude direction): |T| = 6650 = limit,
+  // balanced; one more up (|T| = 6652), not.
+  auto fill = [](int64_t up) {
+    ErrorBalance b(62500LL * 62500, 62500);
+    int64_t k = 0;
+    for (int64_t r = 0; r < 62500; ++r) {
+      for (int64_t j = 0; j < 4; ++j, ++k) b.add(r * 62500 + (4 * r + j) % 62500, k < up ? 1 : -1, 0);
+    }
+    return b.verdict();
+  };
+  const ErrorBalance::Verdict edge = fill(128325);
+  EXPECT_DOUBLE_EQ(edge.limit, 6650);
+  EXPECT_EQ(edge.n_pos - edge.n_neg, 6650);
+  EXPECT_TRUE(edge.balanced);
+  EXPECT_FALSE(fill(128326).balanced);
+}
+
 TEST(ErrorBalance, a_one_dimensional_output_never_fails) {
   // One row: the row sum is N^2, so no imbalance reaches the limit.
   ErrorBalance flat(1000, 1000);
