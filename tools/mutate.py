@@ -57,7 +57,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mutation import driver, mutants  # noqa: E402
 
-DEFAULT_COMPARATOR_FILTER = "Compare*.*:*Vacuity*.*:*Verdict*.*:*ExitCode*.*:ErrorBalance*.*:NonFinite*.*"
+DEFAULT_COMPARATOR_FILTER = "Compare*.*:*Vacuity*.*:*Verdict*.*:*ExitCode*.*:ErrorBalance*.*:NonFinite*.*:*/NonFinite.*"
 COMPARATOR_FILE = "core/compare.cpp"
 # The comparator's sources, each its own target, all checked by the comparator's unit tests.
 COMPARATOR_TARGETS = {"comparator": COMPARATOR_FILE, "error_balance": "core/error_balance.cpp"}

@@ -91,5 +91,18 @@ TEST(NonFiniteQuantized, a_float_quantized_output_follows_the_same_rules) {
   EXPECT_TRUE(passes("quantized", DType::kF16, kInf, kInf));
 }
 
+TEST(NonFiniteOverflow, a_finite_reference_beyond_the_range_is_matched_by_its_rounded_inf_only) {
+  // 70000 is beyond the f16 maximum 65504 (and beyond its rounding midpoint 65520), so the
+  // correctly rounded value is +inf: under every check but the one-rounding bound (which has its
+  // own interval rule) only +inf matches; the largest finite value and -inf do not.
+  for (const char* kind : {"exact", "quantized", "ascend-mixed", "mere-mare", "dual-thousandth", "allclose"}) {
+    EXPECT_TRUE(passes(kind, DType::kF16, 70000.0, kInf)) << kind;
+    EXPECT_FALSE(passes(kind, DType::kF16, 70000.0, 65504.0)) << kind;
+    EXPECT_FALSE(passes(kind, DType::kF16, -70000.0, -65504.0)) << kind;
+    EXPECT_TRUE(passes(kind, DType::kF16, -70000.0, -kInf)) << kind;
+    EXPECT_FALSE(passes(kind, DType::kF16, 70000.0, -kInf)) << kind;
+  }
+}
+
 }  // namespace
 }  // namespace opgate
