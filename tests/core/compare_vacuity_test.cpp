@@ -1,0 +1,97 @@
+// The vacuity check's row swap and its full comparison path: rows that differ in the reference but
+// are equal at the device precision cannot tell a row permutation (vacuous), the swap uses the first
+// two fully cared rows that differ in any column, and the full path judges with the magnitude and
+// the care mask in their places.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "core/compare.h"
+
+namespace opgate {
+namespace {
+
+Tensor f64(Shape shape, std::vector<double> v) { return Tensor::from_values(DType::kF64, std::move(shape), v); }
+Tensor of(DType t, Shape shape, std::vector<double> v) { return Tensor::from_values(t, std::move(shape), v); }
+
+OutputCheck exact_f16() {
+  OutputCheck c;
+  c.name = "out";
+  c.kind = CheckKind::kExact;
+  c.device_dtype = DType::kF16;
+  return c;
+}
+
+// Rounded to f16 (spacing 2^-10 at 1, 2^-8 at 5), 1 + 2^-30 is 1 and 5 + 2^-30 is 5.
+constexpr double kTiny = 0x1p-30;
+
+TEST(VacuityRows, rows_equal_at_device_precision_cannot_see_a_swap) {
+  // Rows differ in column 0 only: the reference tells them apart, the f16 output cannot.
+  const Tensor e = f64({2, 1}, {1, 1 + kTiny});
+  const Tensor g = of(DType::kF16, {2, 1}, {1, 1});
+  const auto why = vacuity_check(exact_f16(), e, g, Tensor(), Tensor());
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("swapping rows 0 and 1 still passes"), std::string::npos) << *why;
+  // The same with the original result (the sparse judgement).
+  const CompareResult original = compare_output(exact_f16(), e, g, Tensor(), Tensor());
+  ASSERT_TRUE(original.passed);
+  EXPECT_TRUE(vacuity_check(exact_f16(), e, g, Tensor(), Tensor(), &original).has_value());
+}
+
+TEST(VacuityRows, a_difference_in_a_later_column_is_found) {
+  // Rows equal in column 0, different (in the reference only) in column 1.
+  const Tensor e = f64({2, 2}, {1, 5, 1, 5 + kTiny});
+  const Tensor g = of(DType::kF16, {2, 2}, {1, 5, 1, 5});
+  const auto why = vacuity_check(exact_f16(), e, g, Tensor(), Tensor());
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("swapping rows 0 and 1"), std::string::npos) << *why;
+}
+
+TEST(VacuityRows, the_third_row_is_the_partner_when_the_second_is_identical) {
+  // Rows 0 and 1 identical in the reference (no swap between them could matter), row 2 differs
+  // in the reference only: the swap is rows 0 and 2.
+  const Tensor e = f64({3, 1}, {1, 1, 1 + kTiny});
+  const Tensor g = of(DType::kF16, {3, 1}, {1, 1, 1});
+  const auto why = vacuity_check(exact_f16(), e, g, Tensor(), Tensor());
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("swapping rows 0 and 2"), std::string::npos) << *why;
+}
+
+TEST(VacuityRows, only_fully_cared_rows_are_swapped) {
+  // Row 0 is partly undefined, so the swap takes rows 1 and 2 (equal at f16): vacuous. Swapping
+  // in anything of row 0 (7, 8) would be seen.
+  const Tensor e = f64({3, 2}, {7, 8, 1, 5, 1, 5 + kTiny});
+  const Tensor g = of(DType::kF16, {3, 2}, {7, 8, 1, 5, 1, 5});
+  const Tensor care = of(DType::kU8, {3, 2}, {1, 0, 1, 1, 1, 1});
+  const auto why = vacuity_check(exact_f16(), e, g, Tensor(), care);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("swapping rows 1 and 2"), std::string::npos) << *why;
+  // Row 1 fully undefined: rows 0 and 2 remain, and they differ at f16: trusted.
+  const Tensor care2 = of(DType::kU8, {3, 2}, {1, 1, 0, 0, 1, 1});
+  EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), care2).has_value());
+}
+
+TEST(VacuityRows, rows_that_differ_at_device_precision_are_trusted) {
+  const Tensor e = f64({2, 2}, {1, 5, 1, 6});
+  const Tensor g = of(DType::kF16, {2, 2}, {1, 5, 1, 6});
+  EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), Tensor()).has_value());
+}
+
+TEST(VacuityFull, the_full_comparison_uses_the_magnitude_and_the_care_mask) {
+  // A bound judged by a full comparison (no original result). Magnitude 0, so the allowance is half
+  // an ulp; the perturbation of element 1 (e = 2) is seen: trusted. Were the magnitude taken as a
+  // care mask (all 0), nothing would be compared and the perturbed copy would pass.
+  OutputCheck b;
+  b.name = "out";
+  b.kind = CheckKind::kTolerance;
+  b.device_dtype = DType::kF32;
+  b.tol.standard = Standard::kBound;
+  const Tensor e = f64({2}, {1, 2});
+  const Tensor g = of(DType::kF32, {2}, {1, 2});
+  EXPECT_FALSE(vacuity_check(b, e, g, f64({2}, {0, 0}), Tensor()).has_value());
+  // And a care mask that excludes element 1: the perturbation goes to element 0, still seen.
+  EXPECT_FALSE(vacuity_check(b, e, g, f64({2}, {0, 0}), of(DType::kU8, {2}, {1, 0})).has_value());
+}
+
+}  // namespace
+}  // namespace opgate
