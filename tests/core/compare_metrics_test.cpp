@@ -139,6 +139,22 @@ TEST(CompareBound, a_wider_output_term_allows_c_u_magnitude_plus_its_ulps) {
   EXPECT_FALSE(compare_output(c, f64({1}, {1}), of(DType::kF32, {1}, {1 + 1.21e-5}), mag, Tensor()).passed);
 }
 
+TEST(CompareAscendMixed, the_fp16_floor_of_the_cap_is_0_1_exactly) {
+  // fp16 near 2: 32 ulp(2) = 32 * 2^-9 = 0.0625 < 0.1, so the cap is the floor 0.1. One bad element
+  // of 200 (ratio fine) with got = 2.099609375 (an f16 value) and e = got - d, so |got - e| = d:
+  //   d = 0.09999 <= 0.1 passes (a floor of 0.1 held in fp16, 0.0999755859375, would fail it);
+  //   d = 0.1000000007 > 0.1 fails (a floor held in float, 0.100000001490116, would pass it).
+  const OutputCheck c = tolerance(DType::kF16, Standard::kAscendMixed);
+  for (auto [d, ok] : {std::pair<double, bool>{0.09999, true}, {0.1000000007, false}}) {
+    std::vector<double> e(200, 2.0), g(200, 2.0);
+    g[0] = 2.099609375;
+    e[0] = g[0] - d;
+    const CompareResult r = compare_output(c, f64({200}, e), of(DType::kF16, {200}, g), Tensor(), Tensor());
+    EXPECT_EQ(r.metrics.mismatches, 1) << d;
+    EXPECT_EQ(r.passed, ok) << d << ": " << r.message;
+  }
+}
+
 TEST(CompareDualThousandth, element_allowance_is_relative_above_one) {
   // fp16: allowed = 1e-3 max(1, |e|): 0.1 at e = 100, 1e-3 at e = 0.5. f16 spacing at 100 is 1/16:
   // 100.0625 passes, 100.125 fails (one bad of one is above 0.1 %).

@@ -77,6 +77,14 @@ TEST(VacuityRows, rows_that_differ_at_device_precision_are_trusted) {
   EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), Tensor()).has_value());
 }
 
+TEST(VacuityRows, rows_with_nan_in_the_same_places_are_identical) {
+  // Two rows (NaN, 1): identical (NaN is the same value as NaN here), so no permutation can change
+  // the output, and the element perturbation (NaN -> a number) is seen: trusted.
+  const Tensor e = f64({2, 2}, {NAN, 1, NAN, 1});
+  const Tensor g = of(DType::kF16, {2, 2}, {NAN, 1, NAN, 1});
+  EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), Tensor()).has_value());
+}
+
 TEST(VacuityFull, the_full_comparison_uses_the_magnitude_and_the_care_mask) {
   // A bound judged by a full comparison (no original result). Magnitude 0, so the allowance is half
   // an ulp; the perturbation of element 1 (e = 2) is seen: trusted. Were the magnitude taken as a
