@@ -155,6 +155,36 @@ TEST(CompareAscendMixed, the_fp16_floor_of_the_cap_is_0_1_exactly) {
   }
 }
 
+TEST(CompareAscendMixed, the_cap_is_taken_at_the_first_element_with_the_largest_error) {
+  // Two bad elements of 300 (2 allowed), both with error 10: element 0 at e = 1000 (f16 spacing
+  // 0.5, cap max(0.1, 16) = 16) and element 1 at e = 2 (cap max(0.1, 32 * 2^-9) = 0.1). The cap
+  // is the one at the first of them in index order: 10 <= 16 passes; in the other order it fails.
+  const OutputCheck c = tolerance(DType::kF16, Standard::kAscendMixed);
+  std::vector<double> e(300, 1.0), g(300, 1.0);
+  e[0] = 1000;
+  g[0] = 1010;
+  e[1] = 2;
+  g[1] = 12;
+  const CompareResult first_wide = compare_output(c, f64({300}, e), of(DType::kF16, {300}, g), Tensor(), Tensor());
+  EXPECT_EQ(first_wide.metrics.mismatches, 2);
+  EXPECT_TRUE(first_wide.passed) << first_wide.message;
+  std::swap(e[0], e[1]);
+  std::swap(g[0], g[1]);
+  EXPECT_FALSE(compare_output(c, f64({300}, e), of(DType::kF16, {300}, g), Tensor(), Tensor()).passed);
+}
+
+TEST(CompareMereMare, the_message_names_the_mean_error) {
+  // fp32, T = 2^-13 = 0.00012207: three of four elements 3e-4 high (each below 10 T, so no element
+  // fails), MERE = 3 * 3e-4 / 4 = 2.25e-4 >= T.
+  const OutputCheck c = tolerance(DType::kF32, Standard::kMereMare);
+  const CompareResult r =
+      compare_output(c, f64({4}, {1, 1, 1, 1}), of(DType::kF32, {4}, {1 + 3e-4, 1 + 3e-4, 1 + 3e-4, 1}), Tensor(), Tensor());
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.metrics.mismatches, 0);
+  EXPECT_NE(r.message.find("MERE 0.000225"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find(">= 0.00012207"), std::string::npos) << r.message;
+}
+
 TEST(CompareDualThousandth, element_allowance_is_relative_above_one) {
   // fp16: allowed = 1e-3 max(1, |e|): 0.1 at e = 100, 1e-3 at e = 0.5. f16 spacing at 100 is 1/16:
   // 100.0625 passes, 100.125 fails (one bad of one is above 0.1 %).
@@ -205,6 +235,20 @@ TEST(CompareWorst, failing_elements_rank_before_passing_ones_and_points_carry_th
   EXPECT_EQ(r.worst[1].flat, 0);
   EXPECT_EQ(r.worst[2].flat, 2);
   EXPECT_NEAR(r.worst[1].rel_err, 2.5 / (2 + 1e-7), 1e-12);
+}
+
+TEST(CompareWorst, among_equal_errors_the_first_elements_are_kept) {
+  // 12 elements, all off by 1 (exact, so all fail equally): the worst list keeps the first ten.
+  OutputCheck c;
+  c.name = "out";
+  c.kind = CheckKind::kExact;
+  c.device_dtype = DType::kF32;
+  const CompareResult r = compare_output(c, f64({12}, std::vector<double>(12, 0.0)),
+                                         of(DType::kF32, {12}, std::vector<double>(12, 1.0)), Tensor(), Tensor());
+  ASSERT_EQ(r.worst.size(), 10u);
+  std::vector<bool> seen(12, false);
+  for (const ComparePoint& p : r.worst) seen[static_cast<size_t>(p.flat)] = true;
+  for (size_t i = 0; i < 12; ++i) EXPECT_EQ(seen[i], i < 10) << i;
 }
 
 TEST(CompareWorst, an_exact_output_ranks_by_absolute_error) {

@@ -85,6 +85,36 @@ TEST(VacuityRows, rows_with_nan_in_the_same_places_are_identical) {
   EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), Tensor()).has_value());
 }
 
+TEST(VacuityPerturbation, a_quantized_element_moves_max_steps_plus_one) {
+  // int8, one step allowed: 5 is moved to 7 (two steps), which the check rejects: trusted.
+  OutputCheck q;
+  q.name = "out";
+  q.kind = CheckKind::kQuantized;
+  q.device_dtype = DType::kI8;
+  q.max_steps = 1;
+  const Tensor e = f64({2}, {5, -3});
+  const Tensor g = of(DType::kI8, {2}, {5, -3});
+  EXPECT_FALSE(vacuity_check(q, e, g, Tensor(), Tensor()).has_value());
+  // At the top of the range the move goes down instead: 127 -> 125.
+  EXPECT_FALSE(vacuity_check(q, f64({1}, {127}), of(DType::kI8, {1}, {127}), Tensor(), Tensor()).has_value());
+}
+
+TEST(VacuityPerturbation, the_move_goes_the_other_way_when_up_overflows) {
+  // f16 allclose atol 40000 at e = 40000: up, 80000 is beyond the f16 range; down, about -0.04 is
+  // 40000.04 from e and a finite f16 value: the check rejects it, trusted.
+  OutputCheck a;
+  a.name = "out";
+  a.kind = CheckKind::kTolerance;
+  a.device_dtype = DType::kF16;
+  a.tol.standard = Standard::kAllclose;
+  a.tol.atol = 40000;
+  EXPECT_FALSE(vacuity_check(a, f64({1}, {40000}), of(DType::kF16, {1}, {40000}), Tensor(), Tensor()).has_value());
+  // atol 110000: up 150000 and down -70000 are both beyond the f16 range (|x| >= 65520 rounds to
+  // inf), so no f16 value is outside the allowance: vacuous.
+  a.tol.atol = 110000;
+  EXPECT_TRUE(vacuity_check(a, f64({1}, {40000}), of(DType::kF16, {1}, {40000}), Tensor(), Tensor()).has_value());
+}
+
 TEST(VacuityFull, the_full_comparison_uses_the_magnitude_and_the_care_mask) {
   // A bound judged by a full comparison (no original result). Magnitude 0, so the allowance is half
   // an ulp; the perturbation of element 1 (e = 2) is seen: trusted. Were the magnitude taken as a
