@@ -99,6 +99,13 @@ TEST(VacuityPerturbation, a_quantized_element_moves_max_steps_plus_one) {
   EXPECT_FALSE(vacuity_check(q, f64({1}, {127}), of(DType::kI8, {1}, {127}), Tensor(), Tensor()).has_value());
 }
 
+TEST(VacuityPerturbation, a_float_element_moves_by_its_own_spacing) {
+  // f16 at 60000 has spacing 32: an exact output there is perturbed to a neighbour 32 away (a
+  // whole-number step of 1 would round back to 60000 and find nothing).
+  EXPECT_FALSE(vacuity_check(exact_f16(), f64({1}, {60000}), of(DType::kF16, {1}, {60000}), Tensor(), Tensor())
+                   .has_value());
+}
+
 TEST(VacuityPerturbation, the_move_goes_the_other_way_when_up_overflows) {
   // f16 allclose atol 40000 at e = 40000: up, 80000 is beyond the f16 range; down, about -0.04 is
   // 40000.04 from e and a finite f16 value: the check rejects it, trusted.
