@@ -448,8 +448,11 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
     const double er = integer_expected ? e : round_to(T, e, check.rounding);
     const double mag = magnitude.defined() ? magnitude.get(i) : 0.0;
     const double allowed = element_allowance(check, check.kind == CheckKind::kTolerance ? e : er, mag);
-    auto v = std::isfinite(e) ? value_beyond(T, check.kind == CheckKind::kTolerance ? e : er, er, allowed, integer_expected)
-                              : std::optional<double>(0.0);
+    // An element that overflows the dtype (er = +-inf) has no finite value beyond its allowance in
+    // range, but any number there fails, like one in place of an expected NaN or Inf.
+    auto v = std::isfinite(e) && std::isfinite(er)
+                 ? value_beyond(T, check.kind == CheckKind::kTolerance ? e : er, er, allowed, integer_expected)
+                 : std::optional<double>(0.0);
     if (!v) {
       return fmt::format("{}: element {} has tolerance {:.3g}, wider than its dtype's range", check.name,
                          shape_to_string(got.unravel(i)), allowed);

@@ -106,6 +106,22 @@ TEST(VacuityPerturbation, a_float_element_moves_by_its_own_spacing) {
                    .has_value());
 }
 
+TEST(VacuityPerturbation, an_element_that_overflows_the_dtype_is_perturbed_into_a_number) {
+  // 70000 rounds to +inf in f16 (beyond 65520); a finite value there fails every check, so an
+  // output whose largest element overflows is trusted, exact or one-rounding bound.
+  const Tensor e = f64({2}, {1, 70000});
+  const Tensor g = of(DType::kF16, {2}, {1, INFINITY});
+  ASSERT_TRUE(compare_output(exact_f16(), e, g, Tensor(), Tensor()).passed);
+  EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), Tensor()).has_value());
+  OutputCheck b;
+  b.name = "out";
+  b.kind = CheckKind::kTolerance;
+  b.device_dtype = DType::kF16;
+  b.tol.standard = Standard::kBound;
+  ASSERT_TRUE(compare_output(b, e, g, Tensor(), Tensor()).passed);
+  EXPECT_FALSE(vacuity_check(b, e, g, Tensor(), Tensor()).has_value());
+}
+
 TEST(VacuityPerturbation, the_move_goes_the_other_way_when_up_overflows) {
   // f16 allclose atol 40000 at e = 40000: up, 80000 is beyond the f16 range; down, about -0.04 is
   // 40000.04 from e and a finite f16 value: the check rejects it, trusted.
