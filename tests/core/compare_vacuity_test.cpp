@@ -122,6 +122,19 @@ TEST(VacuityPerturbation, an_element_that_overflows_the_dtype_is_perturbed_into_
   EXPECT_FALSE(vacuity_check(b, e, g, Tensor(), Tensor()).has_value());
 }
 
+TEST(VacuityPerturbation, a_wide_allowance_is_left_in_one_move) {
+  // f32 allclose atol 1 at e = 1: the move aims just past the allowance, 1 + 1 * (1 + 2^-20) =
+  // 2 + 2^-20, an f32 value (spacing 2^-22 at 2), 1 + 2^-20 away: seen, trusted. (Aiming just
+  // short, at 2 - 2^-20, would need 8 steps of 2^-23 only to reach 2.0, still within the allowance.)
+  OutputCheck a;
+  a.name = "out";
+  a.kind = CheckKind::kTolerance;
+  a.device_dtype = DType::kF32;
+  a.tol.standard = Standard::kAllclose;
+  a.tol.atol = 1;
+  EXPECT_FALSE(vacuity_check(a, f64({1}, {1}), of(DType::kF32, {1}, {1}), Tensor(), Tensor()).has_value());
+}
+
 TEST(VacuityPerturbation, the_move_goes_the_other_way_when_up_overflows) {
   // f16 allclose atol 40000 at e = 40000: up, 80000 is beyond the f16 range; down, about -0.04 is
   // 40000.04 from e and a finite f16 value: the check rejects it, trusted.
