@@ -450,8 +450,15 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
     const double allowed = element_allowance(check, check.kind == CheckKind::kTolerance ? e : er, mag);
     // An element that overflows the dtype (er = +-inf) has no finite value beyond its allowance in
     // range, but any number there fails, like one in place of an expected NaN or Inf.
+    // A one-rounding bound accepts [lo, hi], which toward-zero rounding stretches up to a spacing
+    // past e + allowed on the negative side (and e - allowed on the positive): move beyond both.
+    double reach = allowed;
+    if (std::isfinite(e) && std::isfinite(er)) {
+      const Judgement at_er = judge(check, e, er, er, allowed, mag);
+      if (at_er.interval) reach = std::max({allowed, at_er.hi - e, e - at_er.lo});
+    }
     auto v = std::isfinite(e) && std::isfinite(er)
-                 ? value_beyond(T, check.kind == CheckKind::kTolerance ? e : er, er, allowed, integer_expected)
+                 ? value_beyond(T, check.kind == CheckKind::kTolerance ? e : er, er, reach, integer_expected)
                  : std::optional<double>(0.0);
     if (!v) {
       return fmt::format("{}: element {} has tolerance {:.3g}, wider than its dtype's range", check.name,

@@ -135,6 +135,30 @@ TEST(VacuityPerturbation, a_wide_allowance_is_left_in_one_move) {
   EXPECT_FALSE(vacuity_check(a, f64({1}, {1}), of(DType::kF32, {1}, {1}), Tensor(), Tensor()).has_value());
 }
 
+TEST(VacuityPerturbation, a_toward_zero_bound_is_left_past_its_rounded_interval) {
+  // f16 bound rounding toward zero, u = 2^-10, e = -1 - 1.05u, acc = 0.15u: [e - acc, e + acc] =
+  // [-1 - 1.2u, -1 - 0.9u] rounds toward zero to [lo, hi] = [-1 - u, -1], so -1 is right although
+  // it is 1.05u from e, beyond allowed = acc + u/2 = 0.65u. The perturbation must leave [lo, hi]
+  // (to -1 + u/2 or below -1 - u), so a correct output is trusted.
+  OutputCheck b;
+  b.name = "out";
+  b.kind = CheckKind::kTolerance;
+  b.device_dtype = DType::kF16;
+  b.rounding = Rounding::kTowardZero;
+  b.tol.standard = Standard::kBound;
+  b.tol.c = 1;
+  b.tol.u_acc = 1;
+  const double u = 0x1p-10;
+  const Tensor e = f64({1}, {-1 - 1.05 * u});
+  const Tensor mag = f64({1}, {0.15 * u});
+  EXPECT_TRUE(compare_output(b, e, of(DType::kF16, {1}, {-1.0}), mag, Tensor()).passed);
+  const Tensor g = of(DType::kF16, {1}, {-1 - u});
+  ASSERT_TRUE(compare_output(b, e, g, mag, Tensor()).passed);
+  EXPECT_FALSE(vacuity_check(b, e, g, mag, Tensor()).has_value());
+  const CompareResult original = compare_output(b, e, g, mag, Tensor());
+  EXPECT_FALSE(vacuity_check(b, e, g, mag, Tensor(), &original).has_value());
+}
+
 TEST(VacuityPerturbation, the_move_goes_the_other_way_when_up_overflows) {
   // f16 allclose atol 40000 at e = 40000: up, 80000 is beyond the f16 range; down, about -0.04 is
   // 40000.04 from e and a finite f16 value: the check rejects it, trusted.
