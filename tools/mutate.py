@@ -289,8 +289,13 @@ def main(argv):
                 return driver.comparator_target(tree, build, a.comparator_filter)
             return driver.opgate_target(name, tree, build, os.path.join(scratch, f"w{w}", "report"), 600)
 
-        # The unmutated check must pass; its time sets the per-mutant limit.
+        # The unmutated check must pass; its time sets the per-mutant limit. Rebuild first: the
+        # previous target's last mutant is reverted in the source but still in the binaries.
         tree0, build0 = workers[0]
+        st, detail, _, tail = driver.run_limited(make_target(tree0, build0, 0).build_argv, 7200, cwd=tree0)
+        if st != "ok":
+            print(f"mutate: {name}: the unmutated build fails ({detail}):\n" + "\n".join(tail), file=sys.stderr)
+            return 2
         st, detail, base_s, tail = driver.run_limited(make_target(tree0, build0, 0).check_argv, 3600, cwd=tree0,
                                                       fail_line=make_target(tree0, build0, 0).fail_line)
         if st != "ok":
