@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/compare.h"
+#include "core/guard.h"
 
 namespace opgate {
 namespace {
@@ -76,6 +77,28 @@ TEST(CompareMetrics, error_balance_counts_direction_over_compared_elements) {
   const CompareResult r = compare_output(allclose(DType::kF64, 1), f64({5}, {1, 1, 1, 1, 1}),
                                          of(DType::kF64, {5}, {0.5, 0.9, 0.99, 1.5, 1}), Tensor(), Tensor());
   EXPECT_DOUBLE_EQ(r.metrics.error_balance, -0.4);
+}
+
+TEST(CompareMetrics, nothing_compared_leaves_the_balance_at_zero) {
+  // An all-undefined care mask: no element compared, so no mean is taken (0, not 0 / 0).
+  const CompareResult r = compare_output(allclose(DType::kF64, 1), f64({2}, {1, 2}), of(DType::kF64, {2}, {3, 0}),
+                                         Tensor(), of(DType::kU8, {2}, {0, 0}));
+  EXPECT_EQ(r.metrics.compared, 0);
+  EXPECT_DOUBLE_EQ(r.metrics.error_balance, 0);
+  EXPECT_TRUE(r.passed);
+}
+
+TEST(ComparePoison, an_unwritten_element_fails_even_where_misses_are_allowed) {
+  // int8 allclose allowing 2 of 4 elements to miss; element 1 still holds the int8 poison (-91)
+  // where 6 is expected: one miss is within the allowance, but an unwritten element always fails.
+  OutputCheck c = allclose(DType::kI8, 0.5);
+  c.tol.max_bad_fraction = 0.5;
+  const CompareResult r = compare_output(c, f64({4}, {5, 6, 7, 8}), of(DType::kI8, {4}, {5, -91, 7, 8}), Tensor(),
+                                         Tensor(), poison_bits(DType::kI8));
+  EXPECT_EQ(r.metrics.mismatches, 1);
+  EXPECT_EQ(r.metrics.poison_left, 1);
+  EXPECT_FALSE(r.passed);
+  EXPECT_NE(r.message.find("1 defined element(s) left unwritten"), std::string::npos) << r.message;
 }
 
 TEST(CompareMetrics, ulp_histogram_every_bucket_edge) {

@@ -71,6 +71,17 @@ TEST(VacuityRows, only_fully_cared_rows_are_swapped) {
   EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), care2).has_value());
 }
 
+TEST(VacuityRows, the_partner_is_compared_with_the_first_full_row) {
+  // Row 0 partly undefined; rows 1 and 2 identical; row 3 differs from row 1 in the reference only.
+  // The swap pairs the first full row (1) with the first full row that differs from it (3).
+  const Tensor e = f64({4, 2}, {7, 8, 1, 5, 1, 5, 1, 5 + kTiny});
+  const Tensor g = of(DType::kF16, {4, 2}, {7, 8, 1, 5, 1, 5, 1, 5});
+  const Tensor care = of(DType::kU8, {4, 2}, {1, 0, 1, 1, 1, 1, 1, 1});
+  const auto why = vacuity_check(exact_f16(), e, g, Tensor(), care);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("swapping rows 1 and 3"), std::string::npos) << *why;
+}
+
 TEST(VacuityRows, rows_that_differ_at_device_precision_are_trusted) {
   const Tensor e = f64({2, 2}, {1, 5, 1, 6});
   const Tensor g = of(DType::kF16, {2, 2}, {1, 5, 1, 6});
