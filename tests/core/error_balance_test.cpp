@@ -122,6 +122,7 @@ TEST(ErrorBalance, a_limit_equal_to_the_error_count_cannot_be_exceeded) {
   }
   const ErrorBalance::Verdict v = b.verdict();
   EXPECT_EQ(v.n_pos, 6650);
+  EXPECT_EQ(v.n_away, 6650);
   EXPECT_TRUE(std::isinf(v.limit));
   EXPECT_TRUE(v.balanced);
 }
@@ -129,19 +130,20 @@ TEST(ErrorBalance, a_limit_equal_to_the_error_count_cannot_be_exceeded) {
 TEST(ErrorBalance, an_imbalance_equal_to_the_limit_is_balanced) {
   // 62500 rows of 4 errors, row r in columns 4r .. 4r + 3 (mod 62500), so every column holds 4:
   // rows sum = columns sum = 62500 * 16 = 10^6, limit = 6.650 * 1000 = 6650 < n = 250000.
-  // 128325 up and 121675 down (references 0, so no magnitude direction): |T| = 6650 = limit,
-  // balanced; one more up (|T| = 6652), not.
+  // 128325 up and 121675 down, each also away from (up) or toward (down) zero: both statistics
+  // |T| = 6650 = limit, balanced; one more up (|T| = 6652), not.
   auto fill = [](int64_t up) {
     ErrorBalance b(62500LL * 62500, 62500);
     int64_t k = 0;
     for (int64_t r = 0; r < 62500; ++r) {
-      for (int64_t j = 0; j < 4; ++j, ++k) b.add(r * 62500 + (4 * r + j) % 62500, k < up ? 1 : -1, 0);
+      for (int64_t j = 0; j < 4; ++j, ++k) b.add(r * 62500 + (4 * r + j) % 62500, k < up ? 1 : -1, k < up ? 1 : -1);
     }
     return b.verdict();
   };
   const ErrorBalance::Verdict edge = fill(128325);
   EXPECT_DOUBLE_EQ(edge.limit, 6650);
   EXPECT_EQ(edge.n_pos - edge.n_neg, 6650);
+  EXPECT_EQ(edge.n_away - edge.n_toward, 6650);
   EXPECT_TRUE(edge.balanced);
   EXPECT_FALSE(fill(128326).balanced);
 }
