@@ -4,31 +4,19 @@
 #include <cstring>
 
 #include "reference/math/shared_simd.h"
-#include <vector>
 
 namespace opgate::ifa_math {
 namespace {
 
-const std::vector<double>& table(DType t) {
-  static const std::vector<double> half = [] {
-    std::vector<double> v(65536);
-    for (uint32_t b = 0; b < 65536; ++b) v[b] = f16_to_double(static_cast<uint16_t>(b));
-    return v;
-  }();
-  static const std::vector<double> bfloat = [] {
-    std::vector<double> v(65536);
-    for (uint32_t b = 0; b < 65536; ++b) v[b] = bf16_to_double(static_cast<uint16_t>(b));
-    return v;
-  }();
-  return t == DType::kF16 ? half : bfloat;
-}
+// The exact double of every fp16/bf16 bit pattern (the table the vector kernels use too).
+const double* table(DType t) { return math::exact_half_values(t == DType::kBF16); }
 
 template <class Out>
 void convert(DType t, const uint8_t* data, int64_t first, int64_t count, Out* dst) {
   switch (t) {
     case DType::kF16:
     case DType::kBF16: {
-      const double* tab = table(t).data();
+      const double* tab = table(t);
       const uint8_t* src = data + first * 2;
       for (int64_t i = 0; i < count; ++i) {
         uint16_t b;

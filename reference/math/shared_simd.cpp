@@ -319,6 +319,8 @@ std::atomic<int> g_isa{-1};  // -1: the widest
 
 }  // namespace
 
+const double* exact_half_values(bool bf16) { return half_table(bf16); }
+
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return "scalar";

@@ -49,4 +49,8 @@ struct Kernels {
 const Kernels& kernels(Isa isa);
 inline const Kernels& kernels() { return kernels(isa()); }
 
+// The exact double value of each of the 65536 fp16 (bf16 = false) or bf16 bit patterns: a table
+// built once, indexed by the bits.
+const double* exact_half_values(bool bf16);
+
 }  // namespace opgate::math

@@ -9,12 +9,12 @@
 #include <rapidcheck/gtest.h>
 
 #include "core/compare.h"
+#include "tests/core/compare_testing.h"
 
 namespace opgate {
 namespace {
 
-Tensor f64(Shape shape, std::vector<double> v) { return Tensor::from_values(DType::kF64, std::move(shape), v); }
-Tensor of(DType t, Shape shape, std::vector<double> v) { return Tensor::from_values(t, std::move(shape), v); }
+using namespace compare_testing;  // NOLINT(google-build-using-namespace): test helpers
 
 // A bound with c = 1, u_acc = 1: the magnitude is the accumulation allowance acc itself.
 OutputCheck bound(DType t, Rounding r = Rounding::kNearestEven) {

@@ -7,22 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "core/compare.h"
+#include "tests/core/compare_testing.h"
 #include "core/guard.h"
 
 namespace opgate {
 namespace {
 
-Tensor f64(Shape shape, std::vector<double> v) { return Tensor::from_values(DType::kF64, std::move(shape), v); }
-Tensor of(DType t, Shape shape, std::vector<double> v) { return Tensor::from_values(t, std::move(shape), v); }
-
-OutputCheck tolerance(DType t, Standard s) {
-  OutputCheck c;
-  c.name = "out";
-  c.kind = CheckKind::kTolerance;
-  c.device_dtype = t;
-  c.tol.standard = s;
-  return c;
-}
+using namespace compare_testing;  // NOLINT(google-build-using-namespace): test helpers
 
 OutputCheck allclose(DType t, double atol) {
   OutputCheck c = tolerance(t, Standard::kAllclose);

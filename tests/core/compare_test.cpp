@@ -1,6 +1,7 @@
 // Comparator self-tests (benchdnn self/ style): every check kind, every standard's edge, the
 // metrics by hand arithmetic, poison detection, and the vacuity check firing exactly when it should.
 #include "core/compare.h"
+#include "tests/core/compare_testing.h"
 
 #include <cmath>
 
@@ -11,26 +12,7 @@
 namespace opgate {
 namespace {
 
-Tensor f64(Shape shape, std::vector<double> v) { return Tensor::from_values(DType::kF64, std::move(shape), v); }
-Tensor of(DType t, Shape shape, std::vector<double> v) { return Tensor::from_values(t, std::move(shape), v); }
-
-OutputCheck exact(DType t, Rounding r = Rounding::kNearestEven) {
-  OutputCheck c;
-  c.name = "out";
-  c.kind = CheckKind::kExact;
-  c.device_dtype = t;
-  c.rounding = r;
-  return c;
-}
-
-OutputCheck tolerance(DType t, Standard s) {
-  OutputCheck c;
-  c.name = "out";
-  c.kind = CheckKind::kTolerance;
-  c.device_dtype = t;
-  c.tol.standard = s;
-  return c;
-}
+using namespace compare_testing;  // NOLINT(google-build-using-namespace): test helpers
 
 bool passes(const OutputCheck& c, const Tensor& e, const Tensor& g, const Tensor& mag = Tensor(),
             const Tensor& care = Tensor()) {

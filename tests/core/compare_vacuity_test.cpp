@@ -7,12 +7,12 @@
 #include <gtest/gtest.h>
 
 #include "core/compare.h"
+#include "tests/core/compare_testing.h"
 
 namespace opgate {
 namespace {
 
-Tensor f64(Shape shape, std::vector<double> v) { return Tensor::from_values(DType::kF64, std::move(shape), v); }
-Tensor of(DType t, Shape shape, std::vector<double> v) { return Tensor::from_values(t, std::move(shape), v); }
+using namespace compare_testing;  // NOLINT(google-build-using-namespace): test helpers
 
 OutputCheck exact_f16() {
   OutputCheck c;
