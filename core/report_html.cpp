@@ -64,16 +64,19 @@ std::string count(const nlohmann::json& m, const char* key) {
   return fmt::format("{}", m[key].get<double>());
 }
 
-// The determined elements and, for outputs the error-balance gate judged (a limit other than 0),
-// the balance counts and the limit both differences must stay within.
+// The determined elements and the error-balance counts: with the limit both differences must stay
+// within when the gate judged the output (a finite limit above 0), else "not judged" (a limit of 0:
+// no balance cluster; infinity, serialized as "inf": too few clusters for the bound to ever fail).
 std::string determined_and_balance(const nlohmann::json& m) {
   std::string s = fmt::format("det {} of {}", count(m, "determined"), count(m, "compared"));
-  const bool judged = m.contains("balance_limit") && !(m["balance_limit"].is_number() && m["balance_limit"] == 0);
-  if (judged) {
-    const auto& limit = m["balance_limit"];
-    s += fmt::format("; balance +{}/&minus;{}, away {}/toward {}, limit {}", count(m, "balance_pos"),
-                     count(m, "balance_neg"), count(m, "balance_away"), count(m, "balance_toward"),
-                     limit.is_string() ? esc(limit.get<std::string>()) : metric(m, "balance_limit"));
+  if (!m.contains("balance_limit")) return s;
+  const auto& limit = m["balance_limit"];
+  const bool judged = limit.is_number() && std::isfinite(limit.get<double>()) && limit.get<double>() > 0;
+  const std::string counts = fmt::format("+{}/&minus;{}, away {}/toward {}", count(m, "balance_pos"),
+                                         count(m, "balance_neg"), count(m, "balance_away"), count(m, "balance_toward"));
+  if (judged) return s + fmt::format("; balance {}, limit {}", counts, metric(m, "balance_limit"));
+  if (limit.is_string() || (limit.is_number() && limit.get<double>() != 0)) {
+    return s + fmt::format("; balance {}, not judged (too few clusters)", counts);
   }
   return s;
 }

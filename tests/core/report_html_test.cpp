@@ -1,5 +1,6 @@
 // report.html shows, per output, the determined elements and the error-balance counts next to the
-// other metrics; outputs the gate does not judge (balance_limit 0) show the determined count only.
+// other metrics; outputs without a balance cluster (balance_limit 0) show the determined count only,
+// outputs with too few clusters (limit infinite) say "not judged".
 #include "core/report_html.h"
 
 #include <gtest/gtest.h>
@@ -47,7 +48,7 @@ TEST(ReportHtml, an_unjudged_output_shows_the_determined_count_only) {
   EXPECT_EQ(html.find("balance +"), std::string::npos) << html;
 }
 
-TEST(ReportHtml, an_output_too_small_to_tell_shows_an_infinite_limit) {
+TEST(ReportHtml, an_output_too_small_to_tell_says_not_judged_instead_of_an_infinite_limit) {
   CompareResult c;
   c.name = "y";
   c.standard = "bound";
@@ -55,8 +56,10 @@ TEST(ReportHtml, an_output_too_small_to_tell_shows_an_infinite_limit) {
   c.metrics.balance_pos = 1;
   c.metrics.balance_limit = std::numeric_limits<double>::infinity();
   const std::string html = render_html_report(nlohmann::json::object(), {result_with(to_json(c))}, VerdictCounts{});
-  EXPECT_NE(html.find("det 0 of 4; balance +1/&minus;0, away 0/toward 0, limit inf"), std::string::npos)
+  EXPECT_NE(html.find("det 0 of 4; balance +1/&minus;0, away 0/toward 0, not judged (too few clusters)"),
+            std::string::npos)
       << html;
+  EXPECT_EQ(html.find("limit inf"), std::string::npos) << html;
 }
 
 }  // namespace
