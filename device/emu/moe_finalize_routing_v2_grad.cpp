@@ -6,8 +6,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
+
+#include "reference/math/shared_parallel.h"
+#include "reference/math/shared_simd.h"
 
 namespace opgate::emu::moe_finalize_routing_v2_grad {
 namespace {
@@ -103,6 +107,41 @@ double reduce_products(const std::vector<float>& prod, DType out_dtype, Defect d
 // The defect's flush: every ordered compare with NaN is false, so the select yields 0 for NaN.
 double nan_unsafe_select(double v) { return v >= -INFINITY ? v : 0.0; }
 
+// Elements [start, start + n) of t as fp32 (the kernel's Cast to fp32 is exact for every input
+// dtype it takes). Half types go through the project's one bit-pattern table, not a per-element
+// dtype dispatch: the emulator is what fuzzing runs, so it keeps near the reference's speed.
+void load_floats(const Tensor& t, int64_t start, int64_t n, float* dst) {
+  if (t.dtype() == DType::kF16 || t.dtype() == DType::kBF16) {
+    const double* table = math::exact_half_values(t.dtype() == DType::kBF16);
+    const uint16_t* src = t.ptr<uint16_t>() + start;
+    for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<float>(table[src[j]]);
+  } else if (t.dtype() == DType::kF32) {
+    std::copy(t.ptr<float>() + start, t.ptr<float>() + start + n, dst);
+  } else {
+    for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<float>(t.get(start + j));
+  }
+}
+
+// Stores fp32 values into t[start, start + n) with one RNE rounding to t's dtype (the kernel's
+// CAST_RINT); bf16 by the round-half-even carry on the fp32 bits, NaN through the shared encoder.
+void store_floats(Tensor& t, int64_t start, int64_t n, const float* v) {
+  if (t.dtype() == DType::kF32) {
+    std::copy(v, v + n, t.ptr<float>() + start);
+    return;
+  }
+  if (t.dtype() == DType::kBF16) {
+    uint16_t* dst = t.ptr<uint16_t>() + start;
+    for (int64_t j = 0; j < n; ++j) {
+      uint32_t u = 0;
+      std::memcpy(&u, &v[j], sizeof u);
+      dst[j] = std::isnan(v[j]) ? bf16_from_double(static_cast<double>(v[j]))
+                                : static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    }
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) t.set(start + j, static_cast<double>(v[j]));
+}
+
 Status require(const TensorMap& m, const char* name, int64_t numel, const Tensor** t) {
   const auto it = m.find(name);
   if (it == m.end() || !it->second.defined() || it->second.numel() != numel) {
@@ -163,57 +202,74 @@ Status run(const grad_ref::Params& p, const TensorMap& in, TensorMap& out,
   const bool active = p.drop_pad_mode == 0 && p.active_num > 0 && p.active_num < slots;
   const int64_t row_limit = active && defect == Defect::kActiveNumOffByOne ? d0 - 1 : d0;
   if (p.drop_pad_mode == 1 && defect != Defect::kZeroFillSkippedInDropPad) {
-    for (int64_t e = 0; e < d0 * h; ++e) gx.set(e, 0.0);
+    std::fill(gx.data(), gx.data() + gx.nbytes(), uint8_t{0});  // +0 is all-zero bits in every float dtype
   }
-  std::vector<float> prod(static_cast<size_t>(h));
-  for (int64_t i = 0; i < slots; ++i) {
+  const auto row_of = [&](int64_t i) {
     const int64_t r = i / k_n;
     const int64_t slot = defect == Defect::kKMajorIndex ? (i % k_n) * r_n + r : i;
-    const auto row = static_cast<int64_t>(idx->get(slot));
-    const bool valid = row >= 0 && row < row_limit;
+    return static_cast<int64_t>(idx->get(slot));
+  };
+  const auto is_valid = [&](int64_t row) { return row >= 0 && row < row_limit; };
+
+  // gradExpandedX, serially in slot order (a later slot addressing the same row wins).
+  std::vector<float> grad(static_cast<size_t>(h)), product(static_cast<size_t>(h));
+  for (int64_t i = 0; i < slots; ++i) {
+    const int64_t r = i / k_n;
+    const int64_t row = row_of(i);
+    if (!is_valid(row)) continue;
     if (!p.has_scales) {
-      if (!valid) continue;
-      for (int64_t j = 0; j < h; ++j) {
-        if (gx.dtype() == gy->dtype()) {
-          gx.set_bits(row * h + j, gy->bits(r * h + j));
-        } else {
-          gx.set(row * h + j, gy->get(r * h + j));
-        }
+      if (gx.dtype() == gy->dtype()) {
+        const size_t row_bytes = static_cast<size_t>(h) * dtype_size(gx.dtype());
+        std::memcpy(gx.data() + static_cast<size_t>(row) * row_bytes, gy->data() + static_cast<size_t>(r) * row_bytes,
+                    row_bytes);
+      } else {
+        for (int64_t j = 0; j < h; ++j) gx.set(row * h + j, gy->get(r * h + j));
       }
       continue;
     }
     const auto scale = static_cast<float>(sc->get(i));
-    if (valid) {
-      for (int64_t j = 0; j < h; ++j) {
-        const auto g = static_cast<float>(gy->get(r * h + j));
-        const float product = defect == Defect::kScaleNotApplied ? g : g * scale;
-        const double stored = defect == Defect::kNanFlushedToZero
-                                  ? nan_unsafe_select(static_cast<double>(product))
-                                  : static_cast<double>(product);
-        gx.set(row * h + j, stored);
-      }
-    }
-    if (!valid && (!use_bias || defect == Defect::kBiasIgnoredForDropped)) {
-      gs.set(i, 0.0);
-      continue;
-    }
-    const int64_t expert = use_bias ? static_cast<int64_t>(ei->get(i)) : -1;
+    load_floats(*gy, r * h, h, grad.data());
     for (int64_t j = 0; j < h; ++j) {
-      float v = 0.0f;
-      if (valid && expert >= 0) {
-        const auto xv = static_cast<float>(x->get(row * h + j));
-        const auto bv = static_cast<float>(b->get(expert * h + j));
-        v = xv + bv;
-      } else if (valid) {
-        v = static_cast<float>(x->get(row * h + j));
-      } else {
-        v = static_cast<float>(b->get(expert * h + j));
-      }
-      prod[static_cast<size_t>(j)] = v * static_cast<float>(gy->get(r * h + j));
+      const float g = grad[static_cast<size_t>(j)];
+      const float prod = defect == Defect::kScaleNotApplied ? g : g * scale;
+      product[static_cast<size_t>(j)] =
+          defect == Defect::kNanFlushedToZero ? static_cast<float>(nan_unsafe_select(prod)) : prod;
     }
-    gs.set(i, reduce_products(prod, gs.dtype(), defect),
-           defect == Defect::kGradScalesCastHalfAway ? Rounding::kHalfAway : Rounding::kNearestEven);
+    store_floats(gx, row * h, h, product.data());
   }
+  if (!p.has_scales) return Status::ok();
+
+  // gradScales: each slot's fp32 products and block reduction; slots are independent outputs.
+  math::parallel_for(r_n, [&](int64_t r) {
+    std::vector<float> gyr(static_cast<size_t>(h)), xv(static_cast<size_t>(h)), bv(static_cast<size_t>(h)),
+        prod(static_cast<size_t>(h));
+    load_floats(*gy, r * h, h, gyr.data());
+    for (int64_t i = r * k_n; i < (r + 1) * k_n; ++i) {
+      const int64_t row = row_of(i);
+      const bool valid = is_valid(row);
+      if (!valid && (!use_bias || defect == Defect::kBiasIgnoredForDropped)) {
+        gs.set(i, 0.0);
+        continue;
+      }
+      const int64_t expert = use_bias ? static_cast<int64_t>(ei->get(i)) : -1;
+      if (valid) load_floats(*x, row * h, h, xv.data());
+      if (expert >= 0) load_floats(*b, expert * h, h, bv.data());
+      for (int64_t j = 0; j < h; ++j) {
+        const auto jj = static_cast<size_t>(j);
+        float v = 0.0f;
+        if (valid && expert >= 0) {
+          v = xv[jj] + bv[jj];
+        } else if (valid) {
+          v = xv[jj];
+        } else {
+          v = bv[jj];
+        }
+        prod[jj] = v * gyr[jj];
+      }
+      gs.set(i, reduce_products(prod, gs.dtype(), defect),
+             defect == Defect::kGradScalesCastHalfAway ? Rounding::kHalfAway : Rounding::kNearestEven);
+    }
+  });
   return Status::ok();
 }
 
