@@ -34,7 +34,7 @@ const std::vector<std::string> kCaches = {"tensor", "list", "paged3d", "paged4d"
 const std::vector<std::string> kQuantModes = {"none", "per-tensor", "per-channel"};
 const std::vector<std::string> kAntiquantShapes = {"2N1D", "21ND", "2ND", "2H", "2"};
 const std::vector<std::string> kQuantShapes = {"1N1D", "N1D", "ND", "11ND", "1ND", "1H", "11H", "H", "1"};
-const std::vector<std::string> kPatterns = {"mixed", "random", "prefix", "all", "none"};
+const std::vector<std::string> kPatterns = {"mixed", "random", "prefix", "all", "none", "suffix"};
 const std::vector<std::string> kPads = {"minus1", "garbage"};
 
 std::string join(const std::vector<std::string>& v) {
@@ -331,7 +331,7 @@ nlohmann::json generate(Chooser& c) {
     static const std::vector<DType> kMasks = {DType::kBool, DType::kI8, DType::kU8};
     const DType m = q == DType::kBF16 && int8_out ? DType::kBool : c.one_of(kMasks, "maskDtype");
     b.mask(m, c.integer(2, 4, "maskRank"));
-    static const std::vector<std::string> kPat = {"mixed", "random", "prefix", "all", "none"};
+    static const std::vector<std::string> kPat = {"mixed", "random", "prefix", "all", "none", "suffix"};
     b.mask_pattern(c.one_of(kPat, "maskPattern"));
   }
   if (int8_kv) {
@@ -490,7 +490,8 @@ void fill_kv(const Params& p, FillMode mode, uint64_t seed, const Tensor& q, Ten
   }, 1);
 }
 
-// attenMask (B, maskS): per-batch pattern; positions >= L_b hold random garbage (never read).
+// attenMask (B, maskS): per-batch pattern; positions >= L_b hold random garbage (never read). prefix
+// masks t < maskPrefix, suffix masks t >= maskPrefix (maskPrefix drawn per batch when absent).
 void fill_mask(const Params& p, const Knobs& k, uint64_t seed, Tensor& mask) {
   const CounterRng rng(seed, "attenMask");
   const CounterRng cut(seed, "attenMask.prefix");
@@ -509,6 +510,7 @@ void fill_mask(const Params& p, const Knobs& k, uint64_t seed, Tensor& mask) {
         switch (pat) {
           case MaskPattern::kRandom: m = rng.bernoulli(u, k.mask_rate); break;
           case MaskPattern::kPrefix: m = t < prefix; break;
+          case MaskPattern::kSuffix: m = t >= prefix; break;  // a padded tail: the last splits wholly masked
           case MaskPattern::kAll: m = true; break;
           case MaskPattern::kNone:
           case MaskPattern::kMixed: m = false; break;

@@ -21,7 +21,7 @@ using ref::incre_flash_attention_v3::KvCache;
 using ref::incre_flash_attention_v3::QuantMode;
 
 // Which positions attenMask masks (per batch b): kMixed cycles random, prefix, all, none over b.
-enum class MaskPattern { kMixed, kRandom, kPrefix, kAll, kNone };
+enum class MaskPattern { kMixed, kRandom, kPrefix, kAll, kNone, kSuffix };
 // What blocktable holds past the blocks a batch needs: -1, or random 32-bit garbage.
 enum class TablePad { kMinusOne, kGarbage };
 
