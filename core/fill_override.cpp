@@ -2,6 +2,7 @@
 // are applied (after the operator's fill, before the data checks and the reference).
 #include "core/fill_override.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -97,6 +98,82 @@ Expected<std::vector<uint64_t>> extreme_pattern(ExtremeClass c, DType dtype) {
   return internal_error("extreme_pattern: unknown class");
 }
 
+namespace {
+
+// More values than any tensor opgate fills holds (the case-size limit refuses larger tensors long
+// before), so a typo'd count fails here instead of allocating gigabytes.
+constexpr int64_t kMaxListedValues = int64_t{1} << 26;
+
+Status parse_runs(const nlohmann::json& runs, const std::string& tensor, std::vector<double>* out) {
+  if (!runs.is_array() || runs.empty()) {
+    return parse_error(fmt::format("field 'tensors.{}.fill.runs': not a non-empty array of [value, count]", tensor));
+  }
+  int64_t total = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::string at = fmt::format("field 'tensors.{}.fill.runs[{}]'", tensor, i);
+    const nlohmann::json& r = runs[i];
+    if (!r.is_array() || r.size() != 2) return parse_error(at + ": not a [value, count] pair");
+    auto v = value_of(r[0]);
+    if (!v) return v.status().with_context(at);
+    if (!r[1].is_number_integer() || r[1].get<int64_t>() < 1) return parse_error(at + ": count is not an integer >= 1");
+    const int64_t count = r[1].get<int64_t>();
+    if (count > kMaxListedValues - total) {
+      return parse_error(fmt::format("{}: more than {} values in all", at, kMaxListedValues));
+    }
+    total += count;
+    out->insert(out->end(), static_cast<size_t>(count), *v);
+  }
+  return Status::ok();
+}
+
+Status parse_sweep(const nlohmann::json& sweep, const std::string& field, FillOverride* o) {
+  if (!sweep.is_object() || sweep.size() != 2 || !sweep.contains("from") || !sweep.contains("to") ||
+      !sweep["from"].is_number() || !sweep["to"].is_number()) {
+    return parse_error(field + ": expected {\"from\": <number>, \"to\": <number>}");
+  }
+  o->sweep_from = sweep["from"].get<double>();
+  o->sweep_to = sweep["to"].get<double>();
+  if (!(o->sweep_from <= o->sweep_to)) {
+    return parse_error(fmt::format("{}: from {} is above to {}", field, o->sweep_from, o->sweep_to));
+  }
+  o->is_sweep = true;
+  return Status::ok();
+}
+
+// The next value of `t` above x (x itself a value of t, not NaN); +inf past the largest finite.
+double next_up(DType t, double x) {
+  if (!is_floating(t)) return x + 1;
+  if (x == 0 && std::signbit(x)) return 0.0;  // -0 then +0: both are patterns a kernel may treat apart
+  if (t == DType::kF64) return std::nextafter(x, std::numeric_limits<double>::infinity());
+  if (t == DType::kF32) return std::nextafter(static_cast<float>(x), std::numeric_limits<float>::infinity());
+  // fp16 / bf16: the neighbour in sign-magnitude bit order.
+  const bool bf16 = t == DType::kBF16;
+  const uint16_t bits = bf16 ? bf16_from_double(x) : f16_from_double(x);
+  const auto next = static_cast<uint16_t>((bits & 0x8000) != 0 ? bits - 1 : bits + 1);
+  const uint16_t up = (bits & 0x7FFF) == 0 && (bits & 0x8000) != 0 ? uint16_t{0} : next;
+  return bf16 ? bf16_to_double(up) : f16_to_double(up);
+}
+
+}  // namespace
+
+Expected<std::vector<double>> sweep_values(DType dtype, double from, double to, int64_t limit) {
+  std::vector<double> out;
+  double x = std::ceil(from);
+  if (is_floating(dtype)) {
+    x = round_to(dtype, from);
+    if (x < from) x = next_up(dtype, x);
+    if (x == 0 && std::signbit(from) ) x = -0.0;
+  }
+  for (; x <= to && !std::isinf(x); x = next_up(dtype, x)) {
+    if (static_cast<int64_t>(out.size()) == limit) {
+      return parse_error(fmt::format("sweep: more than {} {} values in [{}, {}]", limit, dtype_name(dtype), from, to));
+    }
+    out.push_back(x);
+  }
+  if (out.empty()) return parse_error(fmt::format("sweep: no {} value in [{}, {}]", dtype_name(dtype), from, to));
+  return out;
+}
+
 Expected<std::vector<FillOverride>> parse_fill_overrides(const nlohmann::json& tensors) {
   std::vector<FillOverride> out;
   if (!tensors.is_object()) return out;
@@ -105,9 +182,10 @@ Expected<std::vector<FillOverride>> parse_fill_overrides(const nlohmann::json& t
     const std::string where = fmt::format("field 'tensors.{}.fill'", it.key());
     auto field = [&](const std::string& sub) { return fmt::format("field 'tensors.{}.fill.{}'", it.key(), sub); };
     const nlohmann::json& fill = it.value()["fill"];
-    if (!fill.is_object() || fill.size() != 1 || !(fill.contains("values") || fill.contains("extreme"))) {
-      return parse_error(where + ": expected {\"values\": [..]} or {\"extreme\": \"<class>\"} (classes: " +
-                         class_list() + ")");
+    if (!fill.is_object() || fill.size() != 1 ||
+        !(fill.contains("values") || fill.contains("extreme") || fill.contains("runs") || fill.contains("sweep"))) {
+      return parse_error(where + ": expected {\"values\": [..]}, {\"runs\": [[value, count], ..]}, {\"sweep\": "
+                         "{\"from\": a, \"to\": b}} or {\"extreme\": \"<class>\"} (classes: " + class_list() + ")");
     }
     FillOverride o;
     o.tensor = it.key();
@@ -117,6 +195,10 @@ Expected<std::vector<FillOverride>> parse_fill_overrides(const nlohmann::json& t
       if (!c) return c.status().with_context(field("extreme"));
       o.is_extreme = true;
       o.extreme = *c;
+    } else if (fill.contains("runs")) {
+      OPGATE_TRY(parse_runs(fill["runs"], it.key(), &o.values));
+    } else if (fill.contains("sweep")) {
+      OPGATE_TRY(parse_sweep(fill["sweep"], field("sweep"), &o));
     } else {
       const nlohmann::json& list = fill["values"];
       if (!list.is_array() || list.empty()) return parse_error(field("values") + ": not a non-empty array");
@@ -141,15 +223,22 @@ Status apply_fill_override(const FillOverride& o, Tensor& t) {
     for (int64_t i = 0; i < n; i += 2) t.set_bits(i, bits[static_cast<size_t>(i / 2) % bits.size()]);
     return Status::ok();
   }
-  if (static_cast<int64_t>(o.values.size()) > n) {
-    return parse_error(fmt::format("values: {} values for a tensor of {} elements", o.values.size(), n));
+  std::vector<double> swept;
+  if (o.is_sweep) {
+    auto v = sweep_values(t.dtype(), o.sweep_from, o.sweep_to, n);
+    if (!v) return v.status();
+    swept = std::move(*v);
   }
-  for (size_t k = 0; k < o.values.size(); ++k) {
-    if (std::string why = unrepresentable(t.dtype(), o.values[k]); !why.empty()) {
+  const std::vector<double>& values = o.is_sweep ? swept : o.values;
+  if (static_cast<int64_t>(values.size()) > n) {
+    return parse_error(fmt::format("values: {} values for a tensor of {} elements", values.size(), n));
+  }
+  for (size_t k = 0; k < values.size(); ++k) {
+    if (std::string why = unrepresentable(t.dtype(), values[k]); !why.empty()) {
       return parse_error(fmt::format("values[{}]: {}", k, why));
     }
   }
-  for (int64_t i = 0; i < n; ++i) t.set(i, o.values[static_cast<size_t>(i) % o.values.size()]);
+  for (int64_t i = 0; i < n; ++i) t.set(i, values[static_cast<size_t>(i) % values.size()]);
   return Status::ok();
 }
 
@@ -164,10 +253,15 @@ Status check_fill_overrides(const nlohmann::json& tensors, const SpecMap& specs)
       if (!bits) return bits.status().with_context(fmt::format("field 'tensors.{}.fill.extreme'", o.tensor));
       continue;
     }
+    const int64_t numel = shape_numel(spec->second.shape);
+    if (o.is_sweep) {
+      auto v = sweep_values(spec->second.dtype, o.sweep_from, o.sweep_to, numel);
+      if (!v) return v.status().with_context(fmt::format("field 'tensors.{}.fill.sweep'", o.tensor));
+      continue;
+    }
     // A probe of the tensor's dtype, one element per value, checks every value.
     Tensor probe = Tensor::zeros(spec->second.dtype, {static_cast<int64_t>(o.values.size())});
     if (Status st = apply_fill_override(o, probe); !st.is_ok()) return st.with_context(where);
-    const int64_t numel = shape_numel(spec->second.shape);
     if (static_cast<int64_t>(o.values.size()) > numel) {
       return parse_error(fmt::format("field 'tensors.{}.fill.values': {} values for a tensor of {} elements", o.tensor,
                                      o.values.size(), numel));

@@ -43,13 +43,23 @@ Expected<ExtremeClass> parse_extreme_class(const std::string& name);
 // (m = stored mantissa bits: 10, 7, 23, 52). Errors for integer dtypes.
 Expected<std::vector<uint64_t>> extreme_pattern(ExtremeClass c, DType dtype);
 
-// One tensor's override, as parsed from "fill".
+// One tensor's override, as parsed from "fill". Two compact spellings of a value list:
+//   {"runs": [[200.0, 515], [0.0, 515]]}   each value repeated count times, in order
+//   {"sweep": {"from": -3.7, "to": -2.3}}  every value of the tensor's dtype in [from, to], ascending
+//                                          (-0 before +0): an exhaustive sweep of an input range
+// Both are then cycled like "values".
 struct FillOverride {
   std::string tensor;
   bool is_extreme = false;
   ExtremeClass extreme = ExtremeClass::kSubnormal;
-  std::vector<double> values;  // when !is_extreme, exactly as written
+  std::vector<double> values;  // "values" exactly as written, or "runs" expanded
+  bool is_sweep = false;
+  double sweep_from = 0, sweep_to = 0;
 };
+
+// Every value of `dtype` in [from, to] ascending (-0 before +0), at most `limit` of them; an
+// error names the count when there are more.
+Expected<std::vector<double>> sweep_values(DType dtype, double from, double to, int64_t limit);
 
 // Syntax of every "fill" in a case's "tensors" section; errors name "field 'tensors.<t>.fill...'".
 Expected<std::vector<FillOverride>> parse_fill_overrides(const nlohmann::json& tensors);

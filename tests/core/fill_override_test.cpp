@@ -201,6 +201,73 @@ TEST(FillOverride, CheckedAgainstTheCallsDtypes) {
   EXPECT_EQ(check(R"({"idx": {"fill": {"values": [-1, 99]}}})"), "");
 }
 
+std::vector<double> filled(const char* text, DType t, int64_t n) {
+  auto o = parse(text);
+  EXPECT_TRUE(o) << o.status().message();
+  if (!o) return {};
+  Tensor x = Tensor::zeros(t, {n});
+  Status st = apply_fill_override(o->front(), x);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  std::vector<double> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(x.get(i));
+  return v;
+}
+
+TEST(FillOverride, RunsRepeatEachValueThenCycle) {
+  EXPECT_EQ(filled(R"({"x": {"fill": {"runs": [[1.5, 2], [-3, 1]]}}})", DType::kF32, 5),
+            (std::vector<double>{1.5, 1.5, -3, 1.5, 1.5}));
+  EXPECT_EQ(filled(R"({"x": {"fill": {"runs": [["inf", 1], [0, 3]]}}})", DType::kF16, 4),
+            (std::vector<double>{INFINITY, 0, 0, 0}));
+  EXPECT_NE(apply_error(R"({"x": {"fill": {"runs": [[1, 0]]}}})", DType::kF32, 4).find("field 'tensors.x.fill.runs[0]': count is not an integer >= 1"),
+            std::string::npos);
+  EXPECT_NE(apply_error(R"({"x": {"fill": {"runs": [[1, 2, 3]]}}})", DType::kF32, 4).find("runs[0]': not a [value, count] pair"),
+            std::string::npos);
+  // A typo'd count fails at parse time instead of allocating it.
+  EXPECT_NE(apply_error(R"({"x": {"fill": {"runs": [[1, 60000000], [2, 60000000]]}}})", DType::kF32, 4).find("runs[1]': more than"),
+            std::string::npos);
+  EXPECT_NE(apply_error(R"({"x": {"fill": {"runs": [[1, 3], [2, 3]]}}})", DType::kF32, 5).find("6 values for a tensor of 5 elements"),
+            std::string::npos);
+}
+
+TEST(FillOverride, SweepListsEveryValueOfTheDtypeInRange) {
+  // fp16 spacing is 2^-10 on [1, 2) and 2^-9 on [2, 4).
+  const double u = std::ldexp(1.0, -10);
+  EXPECT_EQ(filled(R"({"x": {"fill": {"sweep": {"from": 1.0, "to": 1.004}}}})", DType::kF16, 5),
+            (std::vector<double>{1, 1 + u, 1 + 2 * u, 1 + 3 * u, 1 + 4 * u}));
+  EXPECT_EQ(filled(R"({"x": {"fill": {"sweep": {"from": 1.999, "to": 2.002}}}})", DType::kF16, 3),
+            (std::vector<double>{2 - u, 2, 2 + 2 * u}));
+  // Through zero: the two smallest negative subnormals, -0, +0, the smallest positive (2^-24).
+  const double s = std::ldexp(1.0, -24);
+  const std::vector<double> zero = filled(R"({"x": {"fill": {"sweep": {"from": -1.2e-7, "to": 6e-8}}}})", DType::kF16, 5);
+  EXPECT_EQ(zero, (std::vector<double>{-2 * s, -s, 0, 0, s}));
+  ASSERT_EQ(zero.size(), 5u);
+  EXPECT_TRUE(std::signbit(zero[2]));
+  EXPECT_FALSE(std::signbit(zero[3]));
+  // bf16 spacing 2^-7 on [1, 2); int8 takes the integers.
+  EXPECT_EQ(filled(R"({"x": {"fill": {"sweep": {"from": 1.0, "to": 1.03125}}}})", DType::kBF16, 5),
+            (std::vector<double>{1, 1.0078125, 1.015625, 1.0234375, 1.03125}));
+  EXPECT_EQ(filled(R"({"x": {"fill": {"sweep": {"from": -1.5, "to": 2}}}})", DType::kI8, 4),
+            (std::vector<double>{-1, 0, 1, 2}));
+  // The top of fp16: 65504 is the largest finite value; the sweep stops there.
+  EXPECT_EQ(filled(R"({"x": {"fill": {"sweep": {"from": 65460, "to": 1e9}}}})", DType::kF16, 2),
+            (std::vector<double>{65472, 65504}));
+}
+
+TEST(FillOverride, SweepErrorsNameTheRange) {
+  EXPECT_NE(apply_error(R"({"x": {"fill": {"sweep": {"from": 1.0001, "to": 1.0002}}}})", DType::kF16, 4).find("sweep: no float16 value in"),
+            std::string::npos);
+  EXPECT_NE(apply_error(R"({"x": {"fill": {"sweep": {"from": 1, "to": 2}}}})", DType::kF16, 4).find("sweep: more than 4 float16 values"),
+            std::string::npos);
+  EXPECT_NE(apply_error(R"({"x": {"fill": {"sweep": {"from": 2, "to": 1}}}})", DType::kF16, 4).find("field 'tensors.x.fill.sweep': from 2 is above to 1"),
+            std::string::npos);
+  EXPECT_NE(apply_error(R"({"x": {"fill": {"sweep": {"from": 1}}}})", DType::kF16, 4).find("field 'tensors.x.fill.sweep': expected"),
+            std::string::npos);
+  SpecMap specs;
+  specs["x"] = TensorSpec{DType::kF16, {4}, true};
+  Status st = check_fill_overrides(nlohmann::json::parse(R"({"x": {"fill": {"sweep": {"from": 1, "to": 2}}}})"), specs);
+  EXPECT_NE(st.message().find("field 'tensors.x.fill.sweep': sweep: more than 4"), std::string::npos) << st.message();
+}
+
 // Through a real operator: the override lands in the inputs the reference and the device get,
 // after the operator's fill (the odd elements keep the operator's values).
 TEST(FillOverride, CaseInputsCarryTheOverride) {
