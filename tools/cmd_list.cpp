@@ -20,7 +20,7 @@ void add_list(CLI::App& app, int& exit_code) {
   cmd->add_option("--tier", o->sel.tiers, "Case tier(s): smoke, ci, nightly, regression, invalid");
   cmd->add_option("--cases", o->sel.files, "Case file(s) instead of --op/--tier");
   cmd->add_option("--filter", o->sel.filter, "Regex on case id or tag");
-  cmd->add_option("--shard", o->sel.shard, "Only shard i of N (i/N)");
+  add_shard_flags(cmd, o->sel);
   cmd->add_option("--root", o->root, "Repository root holding cases/ and golden/");
   cmd->add_flag("--ops", o->ops, "List the operators");
   cmd->add_flag("--defects", o->defects, "List the fault backend's defects");
