@@ -19,7 +19,8 @@ namespace opgate::cli {
 constexpr int kExitUsage = 2;
 
 // The folder that holds cases/ and golden/: --root if given, else the current directory when it
-// has cases/, else the source tree this binary was built from.
+// has cases/ (a checkout), else <prefix>/share/opgate beside an installed <prefix>/bin/opgate, else
+// the source tree this binary was built from.
 std::string repo_root(const std::string& flag);
 
 struct Selection {
