@@ -255,7 +255,7 @@ int run_cases(RunFlags& f) {
   if (f.generate > 0) selection.update({{"generate", f.generate}, {"seed", f.seed}, {"size", f.size}});
   if (f.extreme_fills) selection["extreme_fills"] = true;
   info["selection"] = selection;
-  // The shard, from --shard or the GTEST_* variables, is what resume and merge check.
+  // The shard, from --shard or the scheduler's variables (choose_shard), is what resume and merge check.
   const auto shard = selected_shard(f.sel);  // already parsed by select_cases
   if (shard && shard->second > 1) info["shard"] = fmt::format("{}/{}", shard->first, shard->second);
   info["scheduler"] = scheduler_info(f.sel);
