@@ -90,6 +90,14 @@ std::vector<std::string> unique_files(const std::vector<std::string>& files) {
 std::string repo_root(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (exists("cases") && exists("CMakeLists.txt")) return ".";
+  // An installed opgate (`cmake --install`: <prefix>/bin/opgate) reads the case and golden files
+  // installed with it, which match its code, rather than a source tree that may have moved on.
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed = exe.parent_path().parent_path() / "share" / "opgate";
+    if (exists((installed / "cases").string())) return installed.string();
+  }
   return OPGATE_SOURCE_DIR;
 }
 
@@ -103,12 +111,67 @@ Expected<const OpInfo*> resolve_op(const std::string& name) {
   return op;
 }
 
-Expected<std::pair<int, int>> selected_shard(const Selection& s) {
-  if (!s.shard.empty()) return parse_shard(s.shard);
+Expected<ShardChoice> choose_shard(const Selection& s) {
+  if (!s.shard.empty()) {
+    OPGATE_ASSIGN_OR_RETURN(auto flag, parse_shard(s.shard));
+    return ShardChoice{flag.first, flag.second, "--shard " + s.shard};
+  }
   // Errors name the variables: the user never typed a --shard.
+  if (const char* v = env("OPGATE_SHARD")) {
+    const std::string text = v;
+    const auto slash = text.find('/');
+    auto shard = slash == std::string::npos ? std::nullopt : shard_of(text.substr(0, slash), text.substr(slash + 1));
+    if (!shard) return parse_error(fmt::format("OPGATE_SHARD={}: expected i/N with 0 <= i < N", text));
+    return ShardChoice{shard->first, shard->second, "OPGATE_SHARD=" + text};
+  }
+  // GitLab CI `parallel: N` sets CI_NODE_INDEX = 1..N; CI_NODE_TOTAL is 1 on every other job.
+  const char* node_index = env("CI_NODE_INDEX");
+  const char* node_total = env("CI_NODE_TOTAL");
+  if (node_index != nullptr || (node_total != nullptr && std::string(node_total) != "1")) {
+    if (node_index == nullptr) {
+      return parse_error(fmt::format("CI_NODE_TOTAL={} is set but CI_NODE_INDEX is not: set both (GitLab CI "
+                                     "`parallel:` does), or neither", node_total));
+    }
+    if (node_total == nullptr) {
+      return parse_error(fmt::format("CI_NODE_INDEX={} is set but CI_NODE_TOTAL is not: set both (GitLab CI "
+                                     "`parallel:` does), or neither", node_index));
+    }
+    const auto i = parse_count(node_index), n = parse_count(node_total);
+    if (!i || !n || *i < 1 || *i > *n) {
+      return parse_error(fmt::format("CI_NODE_INDEX={} CI_NODE_TOTAL={}: expected integers with 1 <= index <= total "
+                                     "(GitLab CI counts its parallel jobs from 1)", node_index, node_total));
+    }
+    return ShardChoice{*i - 1, *n,
+                       fmt::format("CI_NODE_INDEX={} CI_NODE_TOTAL={} (GitLab CI parallel, 1-based)", *i, *n)};
+  }
+  // A Kubernetes Indexed Job exports the pod's 0-based index but not the Job's completions.
+  const char* completion = env("JOB_COMPLETION_INDEX");
+  const char* total_var = env("OPGATE_SHARD_TOTAL");
+  const std::string total_text = s.shard_total > 0 ? std::to_string(s.shard_total) : total_var ? total_var : "";
+  const std::string total_name = s.shard_total > 0 ? "--shard-total" : "OPGATE_SHARD_TOTAL";
+  if (completion != nullptr) {
+    if (total_text.empty()) {
+      return parse_error(fmt::format("JOB_COMPLETION_INDEX={} is set (a Kubernetes Indexed Job) but not the number of "
+                                     "shards: set OPGATE_SHARD_TOTAL to the Job's completions, or pass --shard-total N",
+                                     completion));
+    }
+    auto shard = shard_of(completion, total_text);
+    if (!shard) {
+      return parse_error(fmt::format("JOB_COMPLETION_INDEX={} {}={}: expected integers with 0 <= index < total",
+                                     completion, total_name, total_text));
+    }
+    return ShardChoice{shard->first, shard->second,
+                       fmt::format("JOB_COMPLETION_INDEX={} {}={} (Kubernetes Indexed Job, 0-based)", shard->first,
+                                   total_name, shard->second)};
+  }
+  if (!total_text.empty()) {
+    return parse_error(fmt::format("{}={} is set but JOB_COMPLETION_INDEX is not: the total goes with a Kubernetes "
+                                   "Indexed Job's index (elsewhere use --shard i/N or OPGATE_SHARD=i/N)",
+                                   total_name, total_text));
+  }
   const char* n = env("GTEST_TOTAL_SHARDS");
   const char* i = env("GTEST_SHARD_INDEX");
-  if (n == nullptr && i == nullptr) return std::make_pair(0, 1);
+  if (n == nullptr && i == nullptr) return ShardChoice{};
   if (n == nullptr || i == nullptr) {
     const char* set = n ? "GTEST_TOTAL_SHARDS" : "GTEST_SHARD_INDEX";
     const char* unset = n ? "GTEST_SHARD_INDEX" : "GTEST_TOTAL_SHARDS";
@@ -119,7 +182,40 @@ Expected<std::pair<int, int>> selected_shard(const Selection& s) {
     return parse_error(
         fmt::format("GTEST_SHARD_INDEX={} GTEST_TOTAL_SHARDS={}: expected integers with 0 <= index < total", i, n));
   }
-  return *shard;
+  return ShardChoice{shard->first, shard->second, fmt::format("GTEST_SHARD_INDEX={} GTEST_TOTAL_SHARDS={}", i, n)};
+}
+
+Expected<std::pair<int, int>> selected_shard(const Selection& s) {
+  OPGATE_ASSIGN_OR_RETURN(ShardChoice c, choose_shard(s));
+  return std::make_pair(c.index, c.total);
+}
+
+std::string shard_header(const Selection& s) {
+  auto c = choose_shard(s);
+  if (!c || c->total <= 1) return "";
+  return fmt::format("shard {}/{} from {}", c->index, c->total, c->source);
+}
+
+nlohmann::json scheduler_info(const Selection& s) {
+  nlohmann::json j = nlohmann::json::object();
+  if (auto c = choose_shard(s); c && !c->source.empty()) j["shard_from"] = c->source;
+  nlohmann::json vars = nlohmann::json::object();
+  for (const char* name : {"OPGATE_SHARD", "CI_NODE_INDEX", "CI_NODE_TOTAL", "JOB_COMPLETION_INDEX",
+                           "OPGATE_SHARD_TOTAL", "GTEST_SHARD_INDEX", "GTEST_TOTAL_SHARDS", "OPGATE_ASCEND_DEVICE",
+                           "CTEST_RESOURCE_GROUP_0_NPUS"}) {
+    if (const char* v = env(name)) vars[name] = v;
+  }
+  j["env"] = vars;
+  return j;
+}
+
+void add_shard_flags(CLI::App* cmd, Selection& sel) {
+  cmd->add_option("--shard", sel.shard,
+                  "Shard i of N (i/N), by a stable hash of the case id (default: OPGATE_SHARD, GitLab's "
+                  "CI_NODE_INDEX/CI_NODE_TOTAL, JOB_COMPLETION_INDEX with --shard-total, GTEST_SHARD_INDEX)");
+  cmd->add_option("--shard-total", sel.shard_total,
+                  "Number of shards for a 0-based JOB_COMPLETION_INDEX (Kubernetes Indexed Job; or OPGATE_SHARD_TOTAL)")
+      ->check(CLI::Range(1, 1000000));
 }
 
 Expected<BaselineScope> selection_scope(const Selection& s, const SelectionCounts& counts) {

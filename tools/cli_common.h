@@ -19,7 +19,8 @@ namespace opgate::cli {
 constexpr int kExitUsage = 2;
 
 // The folder that holds cases/ and golden/: --root if given, else the current directory when it
-// has cases/, else the source tree this binary was built from.
+// has cases/ (a checkout), else <prefix>/share/opgate beside an installed <prefix>/bin/opgate, else
+// the source tree this binary was built from.
 std::string repo_root(const std::string& flag);
 
 struct Selection {
@@ -27,13 +28,34 @@ struct Selection {
   std::vector<std::string> tiers;  // file stems; empty = {"ci"}
   std::vector<std::string> files;  // explicit case files (override ops/tiers)
   std::string filter;              // ECMAScript regex on id or tag
-  std::string shard;               // "i/N"; GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS otherwise
+  std::string shard;               // "i/N"; the scheduler's variables otherwise (choose_shard)
+  int shard_total = 0;             // --shard-total: N for a 0-based JOB_COMPLETION_INDEX; 0 = unset
 };
 
 // The operator an --op names (stem, aclnn name or short name); the error lists the known ones.
 Expected<const OpInfo*> resolve_op(const std::string& name);
-// The shard this process runs: --shard, else GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS, else 0/1.
+// The shard this process runs and where it came from, first match wins:
+//   --shard i/N; OPGATE_SHARD=i/N (Jenkins, anything that sets it itself);
+//   CI_NODE_INDEX (1-based) / CI_NODE_TOTAL (GitLab CI `parallel:`; CI_NODE_TOTAL=1 alone, which
+//   GitLab sets on every job, is no shard);
+//   JOB_COMPLETION_INDEX (0-based, Kubernetes Indexed Job) with the total from --shard-total or
+//   OPGATE_SHARD_TOTAL (Kubernetes does not export the Job's completions);
+//   GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS; else 0/1 (source empty).
+// A malformed or half-set source is an error naming its variables, never a fall-through.
+struct ShardChoice {
+  int index = 0, total = 1;  // 0-based
+  std::string source;        // e.g. "CI_NODE_INDEX=2 CI_NODE_TOTAL=3 (GitLab CI parallel, 1-based)"
+};
+Expected<ShardChoice> choose_shard(const Selection& s);
+// choose_shard's (index, total).
 Expected<std::pair<int, int>> selected_shard(const Selection& s);
+// The run header's shard line ("shard 1/3 from ..."); empty when the run is not sharded.
+std::string shard_header(const Selection& s);
+// For run.json: where the shard came from and the scheduler variables this process saw
+// (shard and device variables that are set), so a report says which machine slot produced it.
+nlohmann::json scheduler_info(const Selection& s);
+// --shard and --shard-total, as `run` and `list` take them.
+void add_shard_flags(CLI::App* cmd, Selection& sel);
 // What a selection found, so that "nothing matched" and "another shard has it all" read apart.
 struct SelectionCounts {
   std::vector<std::string> files;  // case files read

@@ -255,9 +255,11 @@ int run_cases(RunFlags& f) {
   if (f.generate > 0) selection.update({{"generate", f.generate}, {"seed", f.seed}, {"size", f.size}});
   if (f.extreme_fills) selection["extreme_fills"] = true;
   info["selection"] = selection;
-  // The shard, from --shard or the GTEST_* variables, is what resume and merge check.
+  // The shard, from --shard or the scheduler's variables (choose_shard), is what resume and merge check.
   const auto shard = selected_shard(f.sel);  // already parsed by select_cases
   if (shard && shard->second > 1) info["shard"] = fmt::format("{}/{}", shard->first, shard->second);
+  info["scheduler"] = scheduler_info(f.sel);
+  if (const std::string line = shard_header(f.sel); !line.empty()) fmt::print("{}\n", line);
   auto writer = ReportWriter::open(out, info, f.resume);
   if (!writer) return fail(writer.status());
   // From here on SIGINT/SIGTERM end the run cleanly: the current case is dropped (resume runs it),
@@ -320,7 +322,7 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--tier", f->sel.tiers, "Case tier(s) (default: ci)");
   cmd->add_option("--cases", f->sel.files, "Case file(s) instead of --op/--tier");
   cmd->add_option("--filter", f->sel.filter, "Regex on case id or tag");
-  cmd->add_option("--shard", f->sel.shard, "Run shard i of N (i/N), by a stable hash of the case id");
+  add_shard_flags(cmd, f->sel);
   cmd->add_option("--out", f->out, "Report folder (default <root>/reports/<UTC>_<backend>_<tier>)");
   cmd->add_flag("--resume", f->resume, "Skip case ids already in <out>/results.jsonl");
   cmd->add_flag("--no-isolate", f->no_isolate, "Run cases in this process (for debuggers)");

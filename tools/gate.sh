@@ -6,6 +6,33 @@
 # Exit code: 0 nothing failed, 1 a case failed, 2 usage or harness error (a failed build included).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+usage() {
+  cat <<'TEXT'
+Usage: tools/gate.sh [opgate run options...]
+
+The gate: installs missing Debian packages, configures and builds build/release/ (tools/setup.sh
+release), then runs `build/release/opgate run --tier ci` over every operator on the emu backend and
+writes the reports under reports/. Arguments go to `opgate run`; with --tier, --cases or --generate
+they choose the cases instead of the ci tier. Examples:
+  tools/gate.sh --backend ascend --repeat 3
+  tools/gate.sh --tier nightly --shard 0/4 --out reports/shard0
+Exit code: 0 nothing failed, 1 a case failed, 2 usage or harness error (a failed build included).
+TEXT
+}
+# Help never builds: it prints this, and the run options when a build already has opgate.
+for arg in "$@"; do
+  case "$arg" in
+    -h|--help)
+      usage
+      if [ -x "$root/build/release/opgate" ]; then
+        printf '\n'
+        "$root/build/release/opgate" run --help
+      else
+        printf '\n`opgate run --help` lists the run options once tools/gate.sh or tools/setup.sh release has built it.\n'
+      fi
+      exit 0 ;;
+  esac
+done
 # Set-up output goes to stderr so the gate's own output stays clean.
 "$root/tools/setup.sh" release >&2 || exit 2
 # The ci tier unless the arguments choose cases themselves (--tier, --cases or --generate).

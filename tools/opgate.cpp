@@ -36,7 +36,8 @@ uint64_t parse_bytes(const std::string& text) {
 
 int run_cli(int argc, char** argv) {
   CLI::App app{std::string("opgate ") + opgate::harness_version() +
-               ": golden-reference validation and fuzzing harness for Ascend aclnn operators"};
+               ": golden-reference validation and fuzzing harness for Ascend aclnn operators",
+               "opgate"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(opgate::harness_version()));
   // Sub-commands inherit fallthrough, so `opgate golden regen --max-case-bytes 2G` reaches this.
@@ -60,6 +61,12 @@ int run_cli(int argc, char** argv) {
   opgate::cli::add_shrink(app, exit_code);
   opgate::cli::add_fuzz(app, exit_code);
   opgate::cli::add_fuzz_seeds(app, exit_code);
+  // `opgate` alone: the help (what the sub-commands are), and exit 2 like any call that names no
+  // command to run, so a script that lost its arguments does not pass (git does the same).
+  if (argc <= 1) {
+    fmt::print("{}", app.help());
+    return opgate::cli::kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

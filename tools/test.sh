@@ -3,5 +3,23 @@
 # cli). Extra arguments go to ctest (e.g. -L unit, -R Props).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for arg in "$@"; do
+  case "$arg" in
+    -h|--help)  # help never builds
+      cat <<'TEXT'
+Usage: tools/test.sh [ctest options...]
+
+Installs missing Debian packages, configures and builds build/release/ (tools/setup.sh release),
+then runs the test suite: `ctest --preset release [ctest options...]`. Examples:
+  tools/test.sh                 # everything
+  tools/test.sh -L unit         # one label: unit, property, cases, golden, cli, robustness, ascend,
+                                # fuzz-regression, fuzz-planted, mutation
+  tools/test.sh -R selection    # tests whose name matches
+  tools/test.sh -j 2            # two tests at a time
+Exit code: ctest's (0 when every selected test passed).
+TEXT
+      exit 0 ;;
+  esac
+done
 tools/setup.sh release
 ctest --preset release "$@"

@@ -78,6 +78,72 @@ export GTEST_SHARD_INDEX=7
 expect_error 2 "GTEST_SHARD_INDEX=7 GTEST_TOTAL_SHARDS=4: expected" run --cases "$WORK/a.json" --out "$WORK/r_env"
 unset GTEST_TOTAL_SHARDS GTEST_SHARD_INDEX
 check "no report folder after bad shard variables" test ! -e "$WORK/r_env"
+
+# --- the schedulers' shard variables: one error naming the variables, exit 2, nothing written ---
+# shard_env_error <pattern> <VAR=value...>: `run` under exactly those scheduler variables.
+shard_env_error() {
+  local pattern="$1"; shift
+  local -a saved=(); local v
+  for v in "$@"; do export "${v?}"; saved+=("${v%%=*}"); done
+  expect_error 2 "$pattern" run --cases "$WORK/a.json" --out "$WORK/r_env"
+  for v in "${saved[@]}"; do unset "$v"; done
+  check "no report folder after bad shard variables ($*)" test ! -e "$WORK/r_env"
+}
+shard_env_error "^opgate: error: CI_NODE_INDEX=0 CI_NODE_TOTAL=3: expected integers with 1 <= index <= total \(GitLab" \
+  CI_NODE_INDEX=0 CI_NODE_TOTAL=3
+shard_env_error "CI_NODE_INDEX=4 CI_NODE_TOTAL=3: expected integers with 1 <= index <= total" CI_NODE_INDEX=4 CI_NODE_TOTAL=3
+shard_env_error "CI_NODE_INDEX=two CI_NODE_TOTAL=3: expected integers" CI_NODE_INDEX=two CI_NODE_TOTAL=3
+shard_env_error "CI_NODE_INDEX=1 CI_NODE_TOTAL=0: expected integers" CI_NODE_INDEX=1 CI_NODE_TOTAL=0
+shard_env_error "CI_NODE_TOTAL=3 is set but CI_NODE_INDEX is not" CI_NODE_TOTAL=3
+shard_env_error "CI_NODE_INDEX=2 is set but CI_NODE_TOTAL is not" CI_NODE_INDEX=2
+shard_env_error "JOB_COMPLETION_INDEX=1 is set \(a Kubernetes Indexed Job\) but not the number of shards: set OPGATE_SHARD_TOTAL" \
+  JOB_COMPLETION_INDEX=1
+shard_env_error "JOB_COMPLETION_INDEX=3 OPGATE_SHARD_TOTAL=3: expected integers with 0 <= index < total" \
+  JOB_COMPLETION_INDEX=3 OPGATE_SHARD_TOTAL=3
+shard_env_error "JOB_COMPLETION_INDEX=-1 OPGATE_SHARD_TOTAL=3: expected integers" JOB_COMPLETION_INDEX=-1 OPGATE_SHARD_TOTAL=3
+shard_env_error "JOB_COMPLETION_INDEX=0 OPGATE_SHARD_TOTAL=x: expected integers" JOB_COMPLETION_INDEX=0 OPGATE_SHARD_TOTAL=x
+shard_env_error "OPGATE_SHARD_TOTAL=3 is set but JOB_COMPLETION_INDEX is not" OPGATE_SHARD_TOTAL=3
+shard_env_error "OPGATE_SHARD=3/3: expected i/N with 0 <= i < N" OPGATE_SHARD=3/3
+shard_env_error "OPGATE_SHARD=1: expected i/N" OPGATE_SHARD=1
+export JOB_COMPLETION_INDEX=5
+expect_error 2 "JOB_COMPLETION_INDEX=5 --shard-total=3: expected integers with 0 <= index < total" \
+  run --cases "$WORK/a.json" --shard-total 3 --out "$WORK/r_env"
+unset JOB_COMPLETION_INDEX
+expect_error 2 "--shard-total=3 is set but JOB_COMPLETION_INDEX is not" run --cases "$WORK/a.json" --shard-total 3 --out "$WORK/r_env"
+expect_error 2 "--shard-total" run --cases "$WORK/a.json" --shard-total 0 --out "$WORK/r_env"
+check "no report folder after a bad --shard-total" test ! -e "$WORK/r_env"
+
+# --- which source wins: --shard, then OPGATE_SHARD, GitLab, Kubernetes, GTEST_*; the header names it ---
+# shard_from <expected header> <VAR=value...> [-- <run args>]: the run's shard line and run.json.
+shard_from() {
+  local want="$1"; shift
+  local -a vars=() args=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do vars+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  args=("$@")
+  rm -rf "$WORK/r_from"
+  env "${vars[@]}" "$OPGATE" run --cases "$WORK/a.json" --out "$WORK/r_from" "${args[@]}" >"$WORK/from.txt" 2>&1
+  check "header '$want' for ${vars[*]} ${args[*]}" grep -qxF "$want" "$WORK/from.txt"
+  local shard="${want#shard }"; shard="${shard%% *}"
+  check "run.json shard $shard for ${vars[*]} ${args[*]}" \
+    python3 -c "import json,sys; sys.exit(json.load(open('$WORK/r_from/run.json'))['shard'] != '$shard')"
+}
+ALL_SOURCES=(OPGATE_SHARD=1/5 CI_NODE_INDEX=3 CI_NODE_TOTAL=4 JOB_COMPLETION_INDEX=2 OPGATE_SHARD_TOTAL=3
+             GTEST_SHARD_INDEX=0 GTEST_TOTAL_SHARDS=6)
+shard_from "shard 0/2 from --shard 0/2" "${ALL_SOURCES[@]}" -- --shard 0/2
+shard_from "shard 1/5 from OPGATE_SHARD=1/5" "${ALL_SOURCES[@]}"
+shard_from "shard 2/4 from CI_NODE_INDEX=3 CI_NODE_TOTAL=4 (GitLab CI parallel, 1-based)" "${ALL_SOURCES[@]:1}"
+shard_from "shard 2/3 from JOB_COMPLETION_INDEX=2 OPGATE_SHARD_TOTAL=3 (Kubernetes Indexed Job, 0-based)" \
+  "${ALL_SOURCES[@]:3}"
+shard_from "shard 2/7 from JOB_COMPLETION_INDEX=2 --shard-total=7 (Kubernetes Indexed Job, 0-based)" \
+  "${ALL_SOURCES[@]:3}" -- --shard-total 7
+shard_from "shard 0/6 from GTEST_SHARD_INDEX=0 GTEST_TOTAL_SHARDS=6" "${ALL_SOURCES[@]:5}"
+# GitLab sets CI_NODE_TOTAL=1 on every job without `parallel:`: that alone shards nothing.
+env CI_NODE_TOTAL=1 "$OPGATE" run --cases "$WORK/a.json" --out "$WORK/r_total1" >"$WORK/total1.txt" 2>&1
+check "CI_NODE_TOTAL=1 alone runs every case" test "$(wc -l <"$WORK/r_total1/results.jsonl")" -eq 2
+check "CI_NODE_TOTAL=1 alone prints no shard line" test -z "$(grep '^shard ' "$WORK/total1.txt")"
+check "an unsharded run.json has no shard" \
+  python3 -c "import json,sys; sys.exit('shard' in json.load(open('$WORK/r_total1/run.json')))"
 expect_error 2 "--timeout: expected a positive number of seconds, got '-1'" run --cases "$WORK/a.json" --timeout -1
 check "the --timeout error is short" test "$(wc -c <"$WORK/err.txt")" -lt 200
 expect_error 2 "--timeout: expected a positive number of seconds, got 'nan'" run --cases "$WORK/a.json" --timeout nan
