@@ -13,7 +13,7 @@
 #include "cases/ffn_worker_batching.h"
 #include "core/guard.h"
 #include "device/layout/ffn_worker_batching.h"
-#include "tests/device/ffn_worker_batching_examples.h"
+#include "tests/reference/ffn_worker_batching_testing.h"
 
 namespace opgate::emu::ffn_worker_batching {
 namespace {
