@@ -1,12 +1,15 @@
 # The per-operator wiring: every layer holds one file per stem in OPGATE_OPS (style-and-layout.md B5).
 
-# Fails the configure step with the list of every missing per-operator file.
+# Fails the configure step with the list of every missing per-operator file (tools/new-op.sh writes
+# them all as stubs; the tests are one file per role, tests/CMakeLists.txt).
 function(opgate_check_op_files)
   set(_missing "")
   foreach(op IN LISTS OPGATE_OPS)
     foreach(f reference/${op}.h reference/${op}.cpp device/layout/${op}.h device/layout/${op}.cpp
               device/emu/${op}.h device/emu/${op}.cpp cases/${op}.h cases/${op}.cpp
-              cases/${op}/README.md cases/${op}/smoke.json cases/${op}/invalid.json)
+              cases/${op}/README.md cases/${op}/smoke.json cases/${op}/invalid.json
+              tests/reference/${op}_test.cpp tests/device/${op}_layout_test.cpp
+              tests/device/${op}_emu_test.cpp tests/properties/${op}_props_test.cpp)
       if(NOT EXISTS ${CMAKE_SOURCE_DIR}/${f})
         list(APPEND _missing ${f})
       endif()
