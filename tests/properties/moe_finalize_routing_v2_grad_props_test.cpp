@@ -202,13 +202,7 @@ using moe_finalize_routing_v2_grad_emu_testing::kGradX;
 using moe_finalize_routing_v2_grad_emu_testing::make_inputs;
 using moe_finalize_routing_v2_grad_emu_testing::make_poisoned_outputs;
 using moe_finalize_routing_v2_grad_emu_testing::poison_bits;
-
-// A categorical choice made at full size, so it is uniform from the first test on (RapidCheck
-// scales ranges with its size ramp, which would otherwise pick the first option early).
-template <class T>
-T uniform(rc::Gen<T> g) {
-  return *rc::gen::resize(100, std::move(g));
-}
+using ref::moe_finalize_routing_v2_grad::uniform;  // the categorical choice of the reference properties above
 
 std::vector<double> realistic_values(int64_t n) {
   const auto q = uniform(
