@@ -20,7 +20,7 @@ namespace {
 
 namespace fwb_ref = ref::ffn_worker_batching;
 namespace fwb_layout = layout::ffn_worker_batching;
-namespace examples = fwb_ref::examples;
+namespace examples = ffn_worker_batching_testing;
 
 struct EmuRun {
   Status status;

@@ -19,12 +19,12 @@
 namespace opgate::emu::incre_flash_attention_v3 {
 namespace {
 
-using ifa_testing::compare;
-using ifa_testing::filled;
-using ifa_testing::make_inputs;
-using ifa_testing::run_device;
-using ifa_testing::values_of;
-using ifa_testing::ifa_cases::Builder;
+using incre_flash_attention_v3_testing::compare;
+using incre_flash_attention_v3_testing::filled;
+using incre_flash_attention_v3_testing::make_inputs;
+using incre_flash_attention_v3_testing::run_device;
+using incre_flash_attention_v3_testing::values_of;
+using incre_flash_attention_v3_testing::ifa_cases::Builder;
 namespace ifa_ref = ref::incre_flash_attention_v3;
 
 TEST(IncreFlashAttentionV3Emu, schedule_follows_section_1_4_7) {
@@ -118,9 +118,9 @@ TEST(IncreFlashAttentionV3Emu, within_the_plan_on_generated_problems) {
   int64_t checked = 0;
   for (uint64_t seed = 0; seed < 60; ++seed) {
     RngChooser chooser(seed);
-    const auto pk = ifa_testing::ifa_cases::from_json(ifa_testing::ifa_cases::generate(chooser)).value();
+    const auto pk = incre_flash_attention_v3_testing::ifa_cases::from_json(incre_flash_attention_v3_testing::ifa_cases::generate(chooser)).value();
     for (FillMode mode : {FillMode::kExact, FillMode::kRealistic, FillMode::kAdversarial}) {
-      const auto in = ifa_testing::ifa_cases::fill(pk.first, pk.second, ifa_ref::specs(pk.first), mode, seed).value();
+      const auto in = incre_flash_attention_v3_testing::ifa_cases::fill(pk.first, pk.second, ifa_ref::specs(pk.first), mode, seed).value();
       const CompareResult r = compare(pk.first, ifa_ref::reference(pk.first, in), run_device(pk.first, in), mode);
       EXPECT_TRUE(r.passed) << "seed " << seed << " " << fill_mode_name(mode) << ": " << r.message;
       checked += r.metrics.compared;
@@ -137,10 +137,10 @@ TEST(IncreFlashAttentionV3Emu, generated_int8_output_tolerances_can_fail) {
   double widest = 0;
   for (uint64_t seed = 0; seed < 400 && checked < 40; ++seed) {
     RngChooser chooser(seed);
-    const auto pk = ifa_testing::ifa_cases::from_json(ifa_testing::ifa_cases::generate(chooser)).value();
+    const auto pk = incre_flash_attention_v3_testing::ifa_cases::from_json(incre_flash_attention_v3_testing::ifa_cases::generate(chooser)).value();
     if (pk.first.out_dtype != DType::kI8 || pk.first.kv_dtype != DType::kI8) continue;
     for (FillMode mode : {FillMode::kExact, FillMode::kRealistic, FillMode::kAdversarial}) {
-      const auto in = ifa_testing::ifa_cases::fill(pk.first, pk.second, ifa_ref::specs(pk.first), mode, seed).value();
+      const auto in = incre_flash_attention_v3_testing::ifa_cases::fill(pk.first, pk.second, ifa_ref::specs(pk.first), mode, seed).value();
       const Tensor mag = ifa_ref::reference(pk.first, in).magnitude.at("attentionOut");
       for (int64_t i = 0; i < mag.numel(); ++i) widest = std::max(widest, 2 * 0x1p-24 * mag.get(i) + 0.5);
       ++checked;
@@ -217,7 +217,7 @@ TEST(IncreFlashAttentionV3Emu, every_defect_has_an_exposing_problem) {
 namespace opgate::emu::incre_flash_attention_v3 {
 namespace {
 
-namespace ifa_cases = ifa_testing::ifa_cases;
+namespace ifa_cases = incre_flash_attention_v3_testing::ifa_cases;
 namespace ifa_ref = ref::incre_flash_attention_v3;
 
 // What one case makes the kernel do, over all its (batch) rows.

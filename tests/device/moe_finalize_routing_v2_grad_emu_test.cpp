@@ -22,15 +22,15 @@ namespace {
 
 namespace grad_ref = ref::moe_finalize_routing_v2_grad;
 using grad_ref::Params;
-using moe_finalize_routing_v2_grad_emu_testing::Case;
-using moe_finalize_routing_v2_grad_emu_testing::count_violations;
-using moe_finalize_routing_v2_grad_emu_testing::kGradScales;
-using moe_finalize_routing_v2_grad_emu_testing::kGradX;
-using moe_finalize_routing_v2_grad_emu_testing::make_inputs;
-using moe_finalize_routing_v2_grad_emu_testing::make_poisoned_outputs;
-using moe_finalize_routing_v2_grad_emu_testing::poison_bits;
-using moe_finalize_routing_v2_grad_emu_testing::same_value;
-using moe_finalize_routing_v2_grad_emu_testing::Values;
+using moe_finalize_routing_v2_grad_testing::Case;
+using moe_finalize_routing_v2_grad_testing::count_violations;
+using moe_finalize_routing_v2_grad_testing::kGradScales;
+using moe_finalize_routing_v2_grad_testing::kGradX;
+using moe_finalize_routing_v2_grad_testing::make_inputs;
+using moe_finalize_routing_v2_grad_testing::make_poisoned_outputs;
+using moe_finalize_routing_v2_grad_testing::poison_bits;
+using moe_finalize_routing_v2_grad_testing::same_value;
+using moe_finalize_routing_v2_grad_testing::Values;
 
 TensorMap run_emu(const Case& c, const std::string& defect) {
   TensorMap out = make_poisoned_outputs(c.p);

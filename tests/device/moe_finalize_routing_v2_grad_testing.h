@@ -1,5 +1,5 @@
 // Shared helpers of the MoeFinalizeRoutingV2Grad emulator tests and properties: canonical inputs
-// from hand-written values, poisoned output buffers, and the count of cared output elements outside
+// of a Case, poisoned output buffers, and the count of cared output elements outside
 // what the kernel may return (routing-ops.md §3.3 numerics, §4 tolerance).
 #pragma once
 
@@ -11,8 +11,9 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "reference/moe_finalize_routing_v2_grad.h"
+#include "tests/reference/moe_finalize_routing_v2_grad_testing.h"
 
-namespace opgate::moe_finalize_routing_v2_grad_emu_testing {
+namespace opgate::moe_finalize_routing_v2_grad_testing {
 
 namespace grad_ref = ref::moe_finalize_routing_v2_grad;
 using grad_ref::Params;
@@ -20,31 +21,10 @@ using grad_ref::Params;
 constexpr const char* kGradX = "gradExpandedXOut";
 constexpr const char* kGradScales = "gradScalesOut";
 
-struct Values {
-  std::vector<double> grad_y, row_idx, expanded_x, scales, expert_idx, bias;
-};
+// A call's params and input values (tests/reference/moe_finalize_routing_v2_grad_testing.h).
+using Case = Problem;
 
-struct Case {
-  Params p;
-  Values v;
-};
-
-inline TensorMap make_inputs(const Case& c) {
-  const SpecMap s = grad_ref::specs(c.p);
-  const std::pair<const char*, const std::vector<double>*> names[] = {
-      {"gradY", &c.v.grad_y},
-      {"expandedRowIdx", &c.v.row_idx},
-      {"expandedXOptional", &c.v.expanded_x},
-      {"scalesOptional", &c.v.scales},
-      {"expertIdxOptional", &c.v.expert_idx},
-      {"biasOptional", &c.v.bias}};
-  TensorMap m;
-  for (const auto& [name, vals] : names) {
-    const TensorSpec& t = s.at(name);
-    if (t.present) m[name] = Tensor::from_values(t.dtype, t.shape, *vals);
-  }
-  return m;
-}
+inline TensorMap make_inputs(const Case& c) { return make_inputs(c.p, c.v); }
 
 // NaN bit patterns no arithmetic produces, like the runner's output poison.
 inline uint64_t poison_bits(DType t) {
@@ -89,4 +69,4 @@ inline int64_t count_violations(const Params& p, const TensorMap& in, const Tens
   return bad;
 }
 
-}  // namespace opgate::moe_finalize_routing_v2_grad_emu_testing
+}  // namespace opgate::moe_finalize_routing_v2_grad_testing

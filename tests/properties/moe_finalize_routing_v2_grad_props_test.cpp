@@ -195,13 +195,13 @@ namespace {
 
 namespace grad_ref = ref::moe_finalize_routing_v2_grad;
 using grad_ref::Params;
-using moe_finalize_routing_v2_grad_emu_testing::Case;
-using moe_finalize_routing_v2_grad_emu_testing::count_violations;
-using moe_finalize_routing_v2_grad_emu_testing::kGradScales;
-using moe_finalize_routing_v2_grad_emu_testing::kGradX;
-using moe_finalize_routing_v2_grad_emu_testing::make_inputs;
-using moe_finalize_routing_v2_grad_emu_testing::make_poisoned_outputs;
-using moe_finalize_routing_v2_grad_emu_testing::poison_bits;
+using moe_finalize_routing_v2_grad_testing::Case;
+using moe_finalize_routing_v2_grad_testing::count_violations;
+using moe_finalize_routing_v2_grad_testing::kGradScales;
+using moe_finalize_routing_v2_grad_testing::kGradX;
+using moe_finalize_routing_v2_grad_testing::make_inputs;
+using moe_finalize_routing_v2_grad_testing::make_poisoned_outputs;
+using moe_finalize_routing_v2_grad_testing::poison_bits;
 using ref::moe_finalize_routing_v2_grad::uniform;  // the categorical choice of the reference properties above
 
 std::vector<double> realistic_values(int64_t n) {

@@ -13,6 +13,8 @@
 namespace opgate::ref::ffn_worker_batching {
 namespace {
 
+namespace examples = ffn_worker_batching_testing;
+
 std::vector<double> values(const Tensor& t, int64_t n = -1) {
   std::vector<double> v;
   for (int64_t i = 0; i < (n < 0 ? t.numel() : n); ++i) v.push_back(t.get(i));
