@@ -34,11 +34,11 @@ if grep -hs -A1 "OpInfo info{" "$root"/cases/*.cpp | grep -q "\"$prefix\""; then
   exit 2
 fi
 
-files=(reference/$stem.h reference/$stem.cpp device/layout/$stem.h device/layout/$stem.cpp
-       device/emu/$stem.h device/emu/$stem.cpp cases/$stem.h cases/$stem.cpp
-       cases/$stem/README.md cases/$stem/smoke.json cases/$stem/invalid.json
-       tests/reference/${stem}_test.cpp tests/device/${stem}_layout_test.cpp
-       tests/device/${stem}_emu_test.cpp tests/properties/${stem}_props_test.cpp)
+files=("reference/$stem.h" "reference/$stem.cpp" "device/layout/$stem.h" "device/layout/$stem.cpp"
+       "device/emu/$stem.h" "device/emu/$stem.cpp" "cases/$stem.h" "cases/$stem.cpp"
+       "cases/$stem/README.md" "cases/$stem/smoke.json" "cases/$stem/invalid.json"
+       "tests/reference/${stem}_test.cpp" "tests/device/${stem}_layout_test.cpp"
+       "tests/device/${stem}_emu_test.cpp" "tests/properties/${stem}_props_test.cpp")
 existing=()
 for f in "${files[@]}"; do
   [ -e "$root/$f" ] && existing+=("$f")
@@ -54,7 +54,7 @@ emit() {
   sed -e "s/@STEM@/$stem/g" -e "s/@ACLNN@/$aclnn/g" -e "s/@PREFIX@/$prefix/g" > "$root/$1"
 }
 
-emit reference/$stem.h <<'EOF'
+emit "reference/$stem.h" <<'EOF'
 // Double-precision reference of aclnn@ACLNN@ (scaffolded by tools/new-op.sh: Params and specs are a
 // one-input skeleton, x -> y; validate and reference report "not implemented").
 #pragma once
@@ -93,7 +93,7 @@ RefOutputs reference(const Params& p, const TensorMap& inputs);
 }  // namespace opgate::ref::@STEM@
 EOF
 
-emit reference/$stem.cpp <<'EOF'
+emit "reference/$stem.cpp" <<'EOF'
 // Reference of aclnn@ACLNN@: stubs from tools/new-op.sh that report "not implemented".
 #include "reference/@STEM@.h"
 
@@ -119,7 +119,7 @@ RefOutputs reference(const Params& /*p*/, const TensorMap& /*inputs*/) {
 }  // namespace opgate::ref::@STEM@
 EOF
 
-emit device/layout/$stem.h <<'EOF'
+emit "device/layout/$stem.h" <<'EOF'
 // Device memory images of aclnn@ACLNN@ (scaffolded by tools/new-op.sh: not implemented).
 #pragma once
 
@@ -140,7 +140,7 @@ TensorMap unpack(const Params& p, const TensorMap& images);
 }  // namespace opgate::layout::@STEM@
 EOF
 
-emit device/layout/$stem.cpp <<'EOF'
+emit "device/layout/$stem.cpp" <<'EOF'
 // Layouts of aclnn@ACLNN@: stubs from tools/new-op.sh that report "not implemented".
 #include "device/layout/@STEM@.h"
 
@@ -164,7 +164,7 @@ TensorMap unpack(const Params& /*p*/, const TensorMap& /*images*/) {
 }  // namespace opgate::layout::@STEM@
 EOF
 
-emit device/emu/$stem.h <<'EOF'
+emit "device/emu/$stem.h" <<'EOF'
 // CPU emulation of the aclnn@ACLNN@ kernel, with its catalogue of injectable defects (scaffolded by
 // tools/new-op.sh: not implemented).
 #pragma once
@@ -189,7 +189,7 @@ std::vector<DefectInfo> defects();
 }  // namespace opgate::emu::@STEM@
 EOF
 
-emit device/emu/$stem.cpp <<'EOF'
+emit "device/emu/$stem.cpp" <<'EOF'
 // Emulation of aclnn@ACLNN@: a stub from tools/new-op.sh that reports "not implemented".
 #include "device/emu/@STEM@.h"
 
@@ -205,7 +205,7 @@ std::vector<DefectInfo> defects() { return {}; }
 }  // namespace opgate::emu::@STEM@
 EOF
 
-emit cases/$stem.h <<'EOF'
+emit "cases/$stem.h" <<'EOF'
 // Cases of aclnn@ACLNN@: the JSON binding of its params, the generator, the fills and the compare
 // plan (scaffolded by tools/new-op.sh: fill and compare_plan are not implemented).
 #pragma once
@@ -266,7 +266,7 @@ class Builder {
 }  // namespace opgate::cases::@STEM@
 EOF
 
-emit cases/$stem.cpp <<'EOF'
+emit "cases/$stem.cpp" <<'EOF'
 // Cases of aclnn@ACLNN@ (cases/@STEM@/README.md explains each choice). Scaffolded by tools/new-op.sh:
 // the JSON binding and the generator cover the skeleton's params; fill and compare_plan report
 // "not implemented".
@@ -322,7 +322,7 @@ const OpInfo& op_info() {
 }  // namespace opgate::cases::@STEM@
 EOF
 
-emit cases/$stem/README.md <<'EOF'
+emit "cases/$stem/README.md" <<'EOF'
 # aclnn@ACLNN@ — essence of testing
 
 Scaffolded by `tools/new-op.sh`; each section below is still to be written, as in the other
@@ -335,7 +335,7 @@ operators' READMEs.
 ## Spec questions settled
 EOF
 
-emit cases/$stem/smoke.json <<'EOF'
+emit "cases/$stem/smoke.json" <<'EOF'
 {"op": "@STEM@",
  "defaults": {"dtype": "float16"},
  "cases": [
@@ -343,7 +343,7 @@ emit cases/$stem/smoke.json <<'EOF'
  ]}
 EOF
 
-emit cases/$stem/invalid.json <<'EOF'
+emit "cases/$stem/invalid.json" <<'EOF'
 {"op": "@STEM@",
  "defaults": {"dtype": "float16"},
  "cases": [
@@ -351,7 +351,7 @@ emit cases/$stem/invalid.json <<'EOF'
  ]}
 EOF
 
-emit tests/reference/${stem}_test.cpp <<'EOF'
+emit "tests/reference/${stem}_test.cpp" <<'EOF'
 // Tests of the aclnn@ACLNN@ reference: hand-computed examples (each with its arithmetic in a
 // comment) and one call per documented validate code. Scaffolded by tools/new-op.sh.
 #include "reference/@STEM@.h"
@@ -371,7 +371,7 @@ TEST(@ACLNN@Reference, not_implemented) {
 }  // namespace opgate::ref::@STEM@
 EOF
 
-emit tests/device/${stem}_layout_test.cpp <<'EOF'
+emit "tests/device/${stem}_layout_test.cpp" <<'EOF'
 // Tests of the aclnn@ACLNN@ memory images: the documented layout by hand and pack/unpack round trips.
 // Scaffolded by tools/new-op.sh.
 #include "device/layout/@STEM@.h"
@@ -389,7 +389,7 @@ TEST(@ACLNN@Layout, not_implemented) {
 }  // namespace opgate::layout::@STEM@
 EOF
 
-emit tests/device/${stem}_emu_test.cpp <<'EOF'
+emit "tests/device/${stem}_emu_test.cpp" <<'EOF'
 // Tests of the aclnn@ACLNN@ kernel emulation: hand-worked roundings, emu against the reference, and
 // one exposing input per catalogued defect. Scaffolded by tools/new-op.sh.
 #include "device/emu/@STEM@.h"
@@ -411,7 +411,7 @@ TEST(@ACLNN@Emu, not_implemented) {
 }  // namespace opgate::emu::@STEM@
 EOF
 
-emit tests/properties/${stem}_props_test.cpp <<'EOF'
+emit "tests/properties/${stem}_props_test.cpp" <<'EOF'
 // Properties of aclnn@ACLNN@ (suite @ACLNN@Props, RapidCheck) over the operator's generator through
 // the RapidCheck Chooser (tests/cases/rc_chooser.h), so failures shrink. Scaffolded by tools/new-op.sh.
 #include <gtest/gtest.h>
