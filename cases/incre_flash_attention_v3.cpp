@@ -14,7 +14,7 @@
 #include "cases/param_reader.h"
 #include "cases/problem_binding.h"
 #include "core/rng.h"
-#include "reference/math/incre_flash_attention_v3_parallel.h"
+#include "reference/math/shared_parallel.h"
 #include "device/layout/incre_flash_attention_v3.h"
 
 namespace opgate::cases::incre_flash_attention_v3 {
@@ -452,7 +452,7 @@ void fill_kv(const Params& p, FillMode mode, uint64_t seed, const Tensor& q, Ten
   const std::vector<int64_t> lengths = ref::effective_lengths(p);
   const bool int8 = p.kv_dtype == DType::kI8;
   const CounterRng kr(seed, "key"), vr(seed, "value"), mean(seed, "value.mean"), coef(seed, "key.coef");
-  ifa_math::parallel_for(p.batch * n2s, [&](int64_t job) {
+  math::parallel_for(p.batch * n2s, [&](int64_t job) {
     const int64_t b = job / n2s;
     const int64_t n2 = job % n2s;
     const int64_t len = std::min(lengths[static_cast<size_t>(b)], cap);

@@ -1,12 +1,15 @@
 # The per-operator wiring: every layer holds one file per stem in OPGATE_OPS (style-and-layout.md B5).
 
-# Fails the configure step with the list of every missing per-operator file.
+# Fails the configure step with the list of every missing per-operator file (tools/new-op.sh writes
+# them all as stubs; the tests are one file per role, tests/CMakeLists.txt).
 function(opgate_check_op_files)
   set(_missing "")
   foreach(op IN LISTS OPGATE_OPS)
     foreach(f reference/${op}.h reference/${op}.cpp device/layout/${op}.h device/layout/${op}.cpp
               device/emu/${op}.h device/emu/${op}.cpp cases/${op}.h cases/${op}.cpp
-              cases/${op}/README.md cases/${op}/smoke.json cases/${op}/invalid.json)
+              cases/${op}/README.md cases/${op}/smoke.json cases/${op}/invalid.json
+              tests/reference/${op}_test.cpp tests/device/${op}_layout_test.cpp
+              tests/device/${op}_emu_test.cpp tests/properties/${op}_props_test.cpp)
       if(NOT EXISTS ${CMAKE_SOURCE_DIR}/${f})
         list(APPEND _missing ${f})
       endif()
@@ -48,28 +51,14 @@ function(opgate_generate_op_list path)
   endforeach()
 endfunction()
 
-# reference/math helpers belong to the operators whose stem they share a prefix with (moe_ffn_gemm
-# -> moe_ffn; moe_finalize_routing_v2 -> moe_finalize_routing_v2_grad); shared_* serve everyone.
-# Helpers of an operator that is not in the list are not built.
-function(opgate_math_sources out_var)
-  file(GLOB _all CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/reference/math/*.cpp)
-  set(_srcs "")
-  foreach(f IN LISTS _all)
-    get_filename_component(_name ${f} NAME_WE)
-    set(_keep OFF)
-    if(_name MATCHES "^shared_")
-      set(_keep ON)
-    endif()
-    foreach(op IN LISTS OPGATE_OPS)
-      string(FIND "${_name}" "${op}" _a)
-      string(FIND "${op}" "${_name}" _b)
-      if(_a EQUAL 0 OR _b EQUAL 0)
-        set(_keep ON)
-      endif()
-    endforeach()
-    if(_keep)
-      list(APPEND _srcs ${f})
-    endif()
+# The reference's helper sources: the shared maths in reference/math/ (every operator may use them)
+# and every .cpp under reference/<stem>/ for each stem in OPGATE_OPS (an operator's own helpers;
+# those of an operator not in the list are not built).
+function(opgate_reference_helper_sources out_var)
+  file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/reference/math/*.cpp)
+  foreach(op IN LISTS OPGATE_OPS)
+    file(GLOB _own CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/reference/${op}/*.cpp)
+    list(APPEND _srcs ${_own})
   endforeach()
   set(${out_var} ${_srcs} PARENT_SCOPE)
 endfunction()

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "reference/math/incre_flash_attention_v3_convert.h"
-#include "reference/math/incre_flash_attention_v3_parallel.h"
+#include "reference/incre_flash_attention_v3/incre_flash_attention_v3_convert.h"
+#include "reference/math/shared_parallel.h"
 #include "reference/math/shared_simd.h"
 
 namespace opgate::ref::incre_flash_attention_v3 {
@@ -129,7 +129,7 @@ void load_tile(const Shared& s, int64_t b, int64_t n2, int64_t t0, int64_t count
   const size_t row0 = static_cast<size_t>(n2 * dd);
   r.x.resize(static_cast<size_t>(kTile * dd));
   const int64_t base = ((b * s.n2 + n2) * s.cap + t0) * dd;
-  ifa_math::to_double(s.p.kv_dtype, (key ? s.key : s.value)->data(), base, count * dd, r.x.data());
+  to_double(s.p.kv_dtype, (key ? s.key : s.value)->data(), base, count * dd, r.x.data());
   if (!int8_kv) return;
   const std::vector<double>& scale = key ? s.aq.key_scale : s.aq.value_scale;
   const std::vector<double>& offset = key ? s.aq.key_offset : s.aq.value_offset;
@@ -288,11 +288,11 @@ RefOutputs reference(const Params& p, const TensorMap& in) {
   Shared s(p);
   const Tensor& query = in.at("query");
   s.q.resize(static_cast<size_t>(query.numel()));
-  ifa_math::to_double(query.dtype(), query.data(), 0, query.numel(), s.q.data());
+  to_double(query.dtype(), query.data(), 0, query.numel(), s.q.data());
   if (p.has_pse && p.pse_seq > 0) {
     const Tensor& pse = in.at("pseShift");
     s.pse.resize(static_cast<size_t>(pse.numel()));
-    ifa_math::to_double(pse.dtype(), pse.data(), 0, pse.numel(), s.pse.data());
+    to_double(pse.dtype(), pse.data(), 0, pse.numel(), s.pse.data());
   }
   if (p.has_mask && p.mask_seq > 0) s.mask = in.at("attenMask").data();
   s.aq = antiquant_of(p, in);
@@ -311,7 +311,7 @@ RefOutputs reference(const Params& p, const TensorMap& in) {
   s.value = &in.at("value");
   s.expected = expected.ptr<double>();
   s.magnitude = magnitude.ptr<double>();
-  ifa_math::parallel_for(p.batch * s.n2, [&](int64_t job) { compute_group(s, job / s.n2, job % s.n2); });
+  math::parallel_for(p.batch * s.n2, [&](int64_t job) { compute_group(s, job / s.n2, job % s.n2); });
   RefOutputs out;
   out.expected["attentionOut"] = std::move(expected);
   out.magnitude["attentionOut"] = std::move(magnitude);

@@ -14,7 +14,7 @@
 
 #include "core/aclnn_codes.h"
 #include "reference/math/shared_validate.h"
-#include "reference/math/moe_ffn_forward.h"
+#include "reference/moe_ffn/moe_ffn_forward.h"
 
 namespace opgate::ref::moe_ffn {
 namespace {

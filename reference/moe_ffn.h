@@ -10,7 +10,7 @@
 #include "core/reference_outputs.h"
 #include "core/status.h"
 #include "core/tensor.h"
-#include "reference/math/moe_ffn_activation.h"
+#include "reference/moe_ffn/moe_ffn_activation.h"
 
 namespace opgate::ref::moe_ffn {
 

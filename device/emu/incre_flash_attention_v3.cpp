@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "reference/math/incre_flash_attention_v3_convert.h"
-#include "reference/math/incre_flash_attention_v3_parallel.h"
+#include "reference/incre_flash_attention_v3/incre_flash_attention_v3_convert.h"
+#include "reference/math/shared_parallel.h"
 
 namespace opgate::emu::incre_flash_attention_v3 {
 namespace {
@@ -126,7 +126,7 @@ class KvSource {
       std::fill(dst, dst + d, NAN);
       return;
     }
-    ifa_math::to_float(p_.kv_dtype, image->data(), row * d, d, dst);
+    ifa::to_float(p_.kv_dtype, image->data(), row * d, d, dst);
   }
 
  private:
@@ -165,7 +165,7 @@ struct Inputs {
 
 std::vector<float> floats(const Tensor& t) {
   std::vector<float> v(static_cast<size_t>(t.numel()));
-  ifa_math::to_float(t.dtype(), t.data(), 0, t.numel(), v.data());
+  ifa::to_float(t.dtype(), t.data(), 0, t.numel(), v.data());
   return v;
 }
 
@@ -525,7 +525,7 @@ Status run(const Params& p, const TensorMap& in, TensorMap& out, const std::stri
   }
   const Kernel kernel(p, in, defect, it->second);
   const int64_t n2s = ifa::kv_heads(p);
-  ifa_math::parallel_for(p.batch * n2s, [&](int64_t job) { kernel.run_group(job / n2s, job % n2s); });
+  math::parallel_for(p.batch * n2s, [&](int64_t job) { kernel.run_group(job / n2s, job % n2s); });
   return Status::ok();
 }
 

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "reference/math/moe_ffn_gemm.h"
+#include "reference/math/shared_parallel.h"
 
 namespace opgate::emu::moe_ffn {
 namespace {
@@ -366,7 +366,7 @@ Status run(const ffn::Params& p, const TensorMap& in, TensorMap& out, const std:
     transpose_experts(kr.w1i, ffn::num_experts(p), p.n1, p.k1);
   }
   const std::vector<Block> blocks = row_blocks(p, defect, kRowBlock);
-  ffn::parallel_for(static_cast<int64_t>(blocks.size()), [&](int64_t b) {
+  math::parallel_for(static_cast<int64_t>(blocks.size()), [&](int64_t b) {
     const Block& blk = blocks[static_cast<size_t>(b)];
     if (p.n1 == 0) {
       kr.zero_hidden(blk.weights, blk.row0, blk.rows);

@@ -13,14 +13,14 @@
 #include "cases/ffn_worker_batching.h"
 #include "core/guard.h"
 #include "device/layout/ffn_worker_batching.h"
-#include "tests/device/ffn_worker_batching_examples.h"
+#include "tests/reference/ffn_worker_batching_testing.h"
 
 namespace opgate::emu::ffn_worker_batching {
 namespace {
 
 namespace fwb_ref = ref::ffn_worker_batching;
 namespace fwb_layout = layout::ffn_worker_batching;
-namespace examples = fwb_ref::examples;
+namespace examples = ffn_worker_batching_testing;
 
 struct EmuRun {
   Status status;

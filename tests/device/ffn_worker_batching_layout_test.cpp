@@ -1,6 +1,7 @@
 // Tests of the FfnWorkerBatching memory images (routing-ops.md §1.2, §1.3): every ScheduleContext
-// field at the offset the documented packed C struct gives it, build/parse round trips, the token
-// slot layout computed by hand, handle binding, and the pack/unpack contract.
+// field at the offset the documented packed C struct gives it, the token slot layout computed by
+// hand, handle binding, and the pack/unpack contract (the build/parse round trips are properties:
+// tests/properties/ffn_worker_batching_props_test.cpp).
 #include "device/layout/ffn_worker_batching.h"
 
 #include <cstddef>
@@ -8,7 +9,6 @@
 #include <set>
 
 #include <gtest/gtest.h>
-#include <rapidcheck/gtest.h>
 
 #include "cases/ffn_worker_batching.h"
 
@@ -160,34 +160,6 @@ TEST(FfnWorkerBatchingLayout, slot_offsets_by_hand) {
   std::memcpy(&scale, slot + 3, 4);
   EXPECT_EQ(scale, 0.5f);
   EXPECT_NE(slot[7], slot[8]);  // padding is poisoned with a position-dependent pattern
-}
-
-RC_GTEST_PROP(FfnWorkerBatchingProps, context_build_parse_is_identity, ()) {
-  ScheduleContext c;
-  for (const ContextField& f : context_fields()) {
-    const uint64_t v = *rc::gen::arbitrary<uint64_t>();
-    c.*f.member = f.bytes == 8 ? v : v & 0xFFFFFFFFu;
-  }
-  RC_ASSERT(parse_context(build_context(c)) == c);
-}
-
-RC_GTEST_PROP(FfnWorkerBatchingProps, token_data_pack_parse_is_identity, ()) {
-  const int64_t dtype = *rc::gen::inRange<int64_t>(0, 3);
-  const auto dim = [](int64_t hi) { return *rc::gen::inRange<int64_t>(1, hi + 1); };
-  auto b = cases::ffn_worker_batching::Builder().shape(dim(3), dim(3), dim(3), dim(40)).micro_batches(dim(3));
-  b.token_dtype(dtype);
-  const Params p0 = b.build().first;
-  b.token_size(ref::ffn_worker_batching::payload_bytes(p0) + *rc::gen::inRange<int64_t>(0, 40));
-  const auto [p, k] = b.build();
-  const auto in = cases::ffn_worker_batching::fill(p, k, ref::ffn_worker_batching::specs(p), FillMode::kAdversarial,
-                                                   *rc::gen::inRange<uint64_t>(0, 1000));
-  RC_ASSERT(in.has_value());
-  const TensorMap images = pack(p, *in);
-  const TensorMap back = parse_token_data(p, images.at("tokenDataBuf"));
-  RC_ASSERT(back.at("tokens").bytes_equal(in->at("tokens")));
-  RC_ASSERT((dtype == 2) == (back.count("tokenScales") == 1));
-  if (dtype == 2) RC_ASSERT(back.at("tokenScales").bytes_equal(in->at("tokenScales")));
-  RC_ASSERT(parse_context(images.at("scheduleContext")) == context_of(p));
 }
 
 TEST(FfnWorkerBatchingLayout, pack_and_images_per_mode) {

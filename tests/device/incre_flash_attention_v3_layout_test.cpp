@@ -10,9 +10,9 @@
 namespace opgate::layout::incre_flash_attention_v3 {
 namespace {
 
-using ifa_testing::ifa_cases::Builder;
-using ifa_testing::make_inputs;
-using ifa_testing::values_of;
+using incre_flash_attention_v3_testing::ifa_cases::Builder;
+using incre_flash_attention_v3_testing::make_inputs;
+using incre_flash_attention_v3_testing::values_of;
 
 // Canonical key (B, N2, S, D = 1) holding 100*b + 10*n2 + t, so every row names its origin.
 std::vector<double> tagged(int64_t b_n, int64_t n2_n, int64_t s_n) {

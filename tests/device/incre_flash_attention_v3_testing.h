@@ -13,7 +13,7 @@
 #include "device/emu/incre_flash_attention_v3.h"
 #include "device/layout/incre_flash_attention_v3.h"
 
-namespace opgate::ifa_testing {
+namespace opgate::incre_flash_attention_v3_testing {
 
 namespace ifa_cases = cases::incre_flash_attention_v3;
 namespace ifa_ref = ref::incre_flash_attention_v3;
@@ -67,4 +67,4 @@ inline std::vector<double> values_of(const Tensor& t) {
   return v;
 }
 
-}  // namespace opgate::ifa_testing
+}  // namespace opgate::incre_flash_attention_v3_testing

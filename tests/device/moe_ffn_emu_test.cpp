@@ -14,7 +14,7 @@
 
 #include "cases/moe_ffn.h"
 #include "core/guard.h"
-#include "tests/device/moe_ffn_testing.h"
+#include "tests/reference/moe_ffn_testing.h"
 
 namespace opgate::emu::moe_ffn {
 namespace {

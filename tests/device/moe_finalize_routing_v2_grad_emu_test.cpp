@@ -14,91 +14,29 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <rapidcheck/gtest.h>
+
+#include "tests/device/moe_finalize_routing_v2_grad_testing.h"
 
 namespace opgate::emu::moe_finalize_routing_v2_grad {
 namespace {
 
 namespace grad_ref = ref::moe_finalize_routing_v2_grad;
 using grad_ref::Params;
-
-constexpr const char* kGradX = "gradExpandedXOut";
-constexpr const char* kGradScales = "gradScalesOut";
-
-struct Values {
-  std::vector<double> grad_y, row_idx, expanded_x, scales, expert_idx, bias;
-};
-
-struct Case {
-  Params p;
-  Values v;
-};
-
-TensorMap make_inputs(const Case& c) {
-  const SpecMap s = grad_ref::specs(c.p);
-  const std::pair<const char*, const std::vector<double>*> names[] = {
-      {"gradY", &c.v.grad_y},
-      {"expandedRowIdx", &c.v.row_idx},
-      {"expandedXOptional", &c.v.expanded_x},
-      {"scalesOptional", &c.v.scales},
-      {"expertIdxOptional", &c.v.expert_idx},
-      {"biasOptional", &c.v.bias}};
-  TensorMap m;
-  for (const auto& [name, vals] : names) {
-    const TensorSpec& t = s.at(name);
-    if (t.present) m[name] = Tensor::from_values(t.dtype, t.shape, *vals);
-  }
-  return m;
-}
-
-// NaN bit patterns no arithmetic produces, like the runner's output poison.
-uint64_t poison_bits(DType t) {
-  return t == DType::kF32 ? 0x7FBADBADu : t == DType::kF16 ? 0x7DBDu : 0x7FBDu;
-}
-
-TensorMap make_poisoned_outputs(const Params& p) {
-  const SpecMap s = grad_ref::specs(p);
-  TensorMap out;
-  for (const char* name : {kGradX, kGradScales}) {
-    Tensor t = Tensor::zeros(s.at(name).dtype, s.at(name).shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.set_bits(i, poison_bits(t.dtype()));
-    out[name] = t;
-  }
-  return out;
-}
+using moe_finalize_routing_v2_grad_testing::Case;
+using moe_finalize_routing_v2_grad_testing::count_violations;
+using moe_finalize_routing_v2_grad_testing::kGradScales;
+using moe_finalize_routing_v2_grad_testing::kGradX;
+using moe_finalize_routing_v2_grad_testing::make_inputs;
+using moe_finalize_routing_v2_grad_testing::make_poisoned_outputs;
+using moe_finalize_routing_v2_grad_testing::poison_bits;
+using moe_finalize_routing_v2_grad_testing::same_value;
+using moe_finalize_routing_v2_grad_testing::Values;
 
 TensorMap run_emu(const Case& c, const std::string& defect) {
   TensorMap out = make_poisoned_outputs(c.p);
   const Status s = run(c.p, make_inputs(c), out, defect);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   return out;
-}
-
-// Equal values, NaN matching only NaN (IEEE propagates NaN and Inf through the kernel's products).
-bool same_value(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
-
-// Cared elements the device output gets wrong: gradExpandedX must equal the RNE-rounded exact
-// product; gradScales must lie within the fp32 accumulation bound of §4 plus half an output ulp.
-int64_t count_violations(const Params& p, const TensorMap& in, const TensorMap& out) {
-  const RefOutputs r = grad_ref::reference(p, in);
-  int64_t bad = 0;
-  const Tensor& gx = out.at(kGradX);
-  for (int64_t j = 0; j < gx.numel(); ++j) {
-    if (r.care.at(kGradX).get(j) == 0.0) continue;
-    if (!same_value(gx.get(j), round_to(gx.dtype(), r.expected.at(kGradX).get(j)))) ++bad;
-  }
-  const Tensor& gs = out.at(kGradScales);
-  const auto h = static_cast<double>(p.hidden);
-  // The derivation of spec §4 without the plan's rounding up (ceil): at most as wide as the shipped
-  // plan, so an emulator within it is within the plan, and a defect outside the plan is outside it.
-  const double c = std::ldexp(1.0, -23) * (h / 8 + std::log2(h) + 2);
-  for (int64_t i = 0; i < gs.numel(); ++i) {
-    if (r.care.at(kGradScales).get(i) == 0.0) continue;
-    const double e = r.expected.at(kGradScales).get(i);
-    const double tol = c * r.magnitude.at(kGradScales).get(i) + ulp(gs.dtype(), e) / 2;
-    if (!std::isfinite(e) ? !same_value(gs.get(i), e) : !(std::fabs(gs.get(i) - e) <= tol)) ++bad;
-  }
-  return bad;
 }
 
 int64_t violations_of(const Case& c, const std::string& defect) {
@@ -279,84 +217,6 @@ TEST(MoeFinalizeRoutingV2GradEmu, grad_scales_cast_is_rne_at_a_tie) {
   const Case c = long_sum_case(DType::kBF16, 257, 1.0);
   EXPECT_EQ(run_emu(c, "").at(kGradScales).get(0), 256.0);
   EXPECT_EQ(run_emu(c, "mfrg.grad_scales_cast_half_away").at(kGradScales).get(0), 258.0);
-}
-
-// A categorical choice made at full size, so it is uniform from the first test on (RapidCheck
-// scales ranges with its size ramp, which would otherwise pick the first option early).
-template <class T>
-T uniform(rc::Gen<T> g) {
-  return *rc::gen::resize(100, std::move(g));
-}
-
-std::vector<double> realistic_values(int64_t n) {
-  const auto q = uniform(
-      rc::gen::container<std::vector<int>>(static_cast<size_t>(n), rc::gen::inRange(-4096, 4097)));
-  std::vector<double> v;
-  for (int x : q) v.push_back(x / 1024.0 + x * 1e-7);  // not exact in f16/bf16: stored rounded
-  return v;
-}
-
-// Random valid routing (mode 0 permutations with drops and activeNum; mode 1 injective maps).
-Case gen_case() {
-  Case c;
-  Params& p = c.p;
-  p.dtype = uniform(rc::gen::element(DType::kF32, DType::kF16, DType::kBF16));
-  p.drop_pad_mode = uniform(rc::gen::inRange<int64_t>(0, 2));
-  p.has_scales = uniform(rc::gen::weightedElement<bool>({{3, true}, {1, false}}));
-  p.has_bias = uniform(rc::gen::arbitrary<bool>());  // without scales: passed and ignored
-  p.num_rows = *rc::gen::inRange<int64_t>(1, 4);
-  p.top_k = p.has_scales ? *rc::gen::inRange<int64_t>(1, 4) : 1;
-  p.hidden = *rc::gen::inRange<int64_t>(1, 70);
-  p.expert_num = *rc::gen::inRange<int64_t>(1, 4);
-  p.expert_capacity = *rc::gen::inRange<int64_t>(1, 5);
-  const int64_t slots = p.num_rows * p.top_k;
-  const int64_t pad_rows = p.expert_num * p.expert_capacity;
-  if (p.drop_pad_mode == 0) p.active_num = *rc::gen::inRange<int64_t>(0, slots + 1);
-  const int64_t targets = p.drop_pad_mode == 0 ? slots : std::max(slots, pad_rows);
-  // A random permutation of the targets: sort the row numbers by random keys.
-  const auto keys = uniform(rc::gen::container<std::vector<int>>(static_cast<size_t>(targets),
-                                                                 rc::gen::arbitrary<int>()));
-  std::vector<int64_t> order(static_cast<size_t>(targets));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return keys[static_cast<size_t>(a)] < keys[static_cast<size_t>(b)];
-  });
-  const auto drop = uniform(
-      rc::gen::container<std::vector<int>>(static_cast<size_t>(slots), rc::gen::inRange(0, 5)));
-  for (int64_t i = 0; i < slots; ++i) {
-    const int64_t row = order[static_cast<size_t>(i)];
-    const bool off = drop[static_cast<size_t>(i)] == 0 || (p.drop_pad_mode == 1 && row >= pad_rows);
-    c.v.row_idx.push_back(off ? -1.0 : static_cast<double>(row));
-  }
-  c.v.grad_y = realistic_values(p.num_rows * p.hidden);
-  c.v.expanded_x = realistic_values(grad_ref::expanded_rows(p) * p.hidden);
-  c.v.scales = realistic_values(slots);
-  c.v.bias = realistic_values(p.expert_num * p.hidden);
-  for (int64_t i = 0; i < slots; ++i) {
-    c.v.expert_idx.push_back(uniform(rc::gen::inRange<int64_t>(0, p.expert_num)));
-  }
-  return c;
-}
-
-RC_GTEST_PROP(MoeFinalizeRoutingV2GradProps, emu_matches_reference, ()) {
-  const Case c = gen_case();
-  RC_CLASSIFY(c.p.drop_pad_mode == 1, "drop_pad");
-  RC_CLASSIFY(c.p.has_bias, "bias");
-  RC_CLASSIFY(c.p.dtype != DType::kF32, "half");
-  const TensorMap in = make_inputs(c);
-  RC_ASSERT(grad_ref::validate(c.p, grad_ref::specs(c.p)).is_ok());
-  RC_ASSERT(grad_ref::check_data(c.p, in).is_ok());
-  TensorMap out = make_poisoned_outputs(c.p);
-  RC_ASSERT(run(c.p, in, out, "").is_ok());
-  RC_ASSERT(count_violations(c.p, in, out) == 0);
-  // What the reference leaves undefined the kernel must not have touched.
-  const RefOutputs r = grad_ref::reference(c.p, in);
-  for (const char* name : {kGradX, kGradScales}) {
-    const Tensor& care = r.care.at(name);
-    for (int64_t j = 0; j < care.numel(); ++j) {
-      if (care.get(j) == 0.0) RC_ASSERT(out.at(name).bits(j) == poison_bits(c.p.dtype));
-    }
-  }
 }
 
 }  // namespace

@@ -15,9 +15,9 @@
 namespace opgate::ref::incre_flash_attention_v3 {
 namespace {
 
-using ifa_testing::ifa_cases::Builder;
-using ifa_testing::make_inputs;
-using ifa_testing::values_of;
+using incre_flash_attention_v3_testing::ifa_cases::Builder;
+using incre_flash_attention_v3_testing::make_inputs;
+using incre_flash_attention_v3_testing::values_of;
 
 // One head, D = 2, S = 2, BNSD, scale 1: q = [1, 0], k0 = [1, 0], k1 = [0, 1], v0 = [2, 0], v1 = [0, 4].
 Builder tiny() { return Builder().batch(1).heads(1).head_dim(2).seq(2).layout("BNSD").scale(1.0); }
@@ -207,7 +207,7 @@ TEST(IncreFlashAttentionV3Reference, validation_boundaries) {
 }
 
 TEST(IncreFlashAttentionV3Reference, json_binding_is_strict) {
-  using ifa_testing::ifa_cases::from_json;
+  using incre_flash_attention_v3_testing::ifa_cases::from_json;
   EXPECT_NE(from_json({{"Bx", 1}}).status().message().find("params.Bx"), std::string::npos);
   EXPECT_NE(from_json({{"pseS", 4}}).status().message().find("params.pseS"), std::string::npos);
   EXPECT_NE(from_json({{"kvCache", "paged5d"}}).status().message().find("kvCache"), std::string::npos);
@@ -218,11 +218,11 @@ TEST(IncreFlashAttentionV3Reference, json_binding_is_strict) {
   const auto masked = from_json({{"attenMask", true}, {"maskPattern", "prefix"}, {"maskPrefix", 7}});
   ASSERT_TRUE(masked.has_value());
   EXPECT_EQ(masked->second.mask_prefix, 7);
-  EXPECT_EQ(from_json(ifa_testing::ifa_cases::to_json(masked->first, masked->second))->second, masked->second);
+  EXPECT_EQ(from_json(incre_flash_attention_v3_testing::ifa_cases::to_json(masked->first, masked->second))->second, masked->second);
   // The prefix pattern masks t < min(maskPrefix, L_b): L = (6, 3) with maskPrefix 4.
   const auto [p, k] = Builder().batch(2).heads(1).head_dim(16).seq(6).lengths({6, 3}).mask().mask_pattern("prefix")
                           .set("maskPrefix", 4).build();
-  const TensorMap in = ifa_testing::ifa_cases::fill(p, k, specs(p), FillMode::kRealistic, 1).value();
+  const TensorMap in = incre_flash_attention_v3_testing::ifa_cases::fill(p, k, specs(p), FillMode::kRealistic, 1).value();
   const std::vector<double> mask = values_of(in.at("attenMask"));
   EXPECT_EQ(std::vector<double>(mask.begin(), mask.begin() + 6), (std::vector<double>{1, 1, 1, 1, 0, 0}));
   EXPECT_EQ(std::vector<double>(mask.begin() + 6, mask.begin() + 9), (std::vector<double>{1, 1, 1}));

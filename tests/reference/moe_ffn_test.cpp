@@ -12,8 +12,8 @@
 #include <gtest/gtest.h>
 
 #include "cases/moe_ffn.h"
-#include "reference/math/moe_ffn_bound.h"
-#include "tests/device/moe_ffn_testing.h"
+#include "reference/moe_ffn/moe_ffn_bound.h"
+#include "tests/reference/moe_ffn_testing.h"
 
 namespace opgate::ref::moe_ffn {
 namespace {

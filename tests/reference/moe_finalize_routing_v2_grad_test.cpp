@@ -1,6 +1,6 @@
 // Tests of the MoeFinalizeRoutingV2Grad reference (routing-ops.md §3): the documented example
-// (§3.5), hand-computed cases, the validation codes of §3.4, and properties that check the
-// gradient against the forward MoeFinalizeRoutingV2 of §2.2.
+// (§3.5), hand-computed cases and the validation codes of §3.4 (the properties that check the
+// gradient against the forward MoeFinalizeRoutingV2 of §2.2: tests/properties/).
 #include "reference/moe_finalize_routing_v2_grad.h"
 
 #include <algorithm>
@@ -12,42 +12,20 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <rapidcheck/gtest.h>
 
-#include "reference/math/moe_finalize_routing_v2.h"
+#include "reference/moe_finalize_routing_v2_grad/moe_finalize_routing_v2.h"
+#include "tests/reference/moe_finalize_routing_v2_grad_testing.h"
 
 namespace opgate::ref::moe_finalize_routing_v2_grad {
 namespace {
 
-namespace fwd = ref::moe_finalize_routing_v2;
-
-// One call's input values in canonical order; tensors absent in specs(p) are skipped.
-struct Values {
-  std::vector<double> grad_y, row_idx, expanded_x, scales, expert_idx, bias;
-};
-
-TensorMap make_inputs(const Params& p, const Values& v) {
-  const SpecMap s = specs(p);
-  const std::pair<const char*, const std::vector<double>*> names[] = {
-      {"gradY", &v.grad_y},
-      {"expandedRowIdx", &v.row_idx},
-      {"expandedXOptional", &v.expanded_x},
-      {"scalesOptional", &v.scales},
-      {"expertIdxOptional", &v.expert_idx},
-      {"biasOptional", &v.bias}};
-  TensorMap m;
-  for (const auto& [name, vals] : names) {
-    const TensorSpec& t = s.at(name);
-    if (t.present) m[name] = Tensor::from_values(t.dtype, t.shape, *vals);
-  }
-  return m;
-}
-
-std::vector<double> values_of(const Tensor& t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
-  return v;
-}
+namespace fwd = ref::moe_finalize_routing_v2_grad::forward;
+using moe_finalize_routing_v2_grad_testing::forward;
+using moe_finalize_routing_v2_grad_testing::forward_params;
+using moe_finalize_routing_v2_grad_testing::make_inputs;
+using moe_finalize_routing_v2_grad_testing::Problem;
+using moe_finalize_routing_v2_grad_testing::Values;
+using moe_finalize_routing_v2_grad_testing::values_of;
 
 void expect_near_rel(const Tensor& got, const std::vector<double>& want, double rel) {
   ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size()));
@@ -56,59 +34,6 @@ void expect_near_rel(const Tensor& got, const std::vector<double>& want, double 
                 rel * std::fabs(want[static_cast<size_t>(i)]))
         << "element " << i;
   }
-}
-
-struct Problem {
-  Params p;
-  Values v;
-};
-
-// The forward (mode 2 for grad mode 0, mode 3 for grad mode 1) with float inputs in dtype `t`.
-fwd::Params forward_params(const Params& p, DType t) {
-  fwd::Params f;
-  f.num_rows = p.num_rows;
-  f.top_k = p.top_k;
-  f.hidden = p.hidden;
-  f.dtype = f.scales_dtype = t;
-  f.drop_pad_mode = p.drop_pad_mode == 0 ? 2 : 3;
-  f.expanded_rows = expanded_rows(p);
-  f.expert_num = p.expert_num;
-  f.expert_capacity = p.expert_capacity;
-  f.has_scales = p.has_scales;
-  f.has_bias = p.has_bias && p.has_scales;  // the grad reads bias only with scales
-  return f;
-}
-
-// F(x, s) in double with the s*b dropped-slot convention the gradient differentiates; inputs are
-// f64 unless `t` says otherwise.
-std::vector<double> forward(const Problem& c, const std::vector<double>& x,
-                            const std::vector<double>& s, DType t = DType::kF64) {
-  const fwd::Params f = forward_params(c.p, t);
-  const SpecMap fs = fwd::specs(f);
-  const std::pair<const char*, const std::vector<double>*> names[] = {
-      {"expandedX", &x},
-      {"expandedRowIdx", &c.v.row_idx},
-      {"scalesOptional", &s},
-      {"expertIdxOptional", &c.v.expert_idx},
-      {"biasOptional", &c.v.bias}};
-  TensorMap in;
-  for (const auto& [name, vals] : names) {
-    const TensorSpec& spec = fs.at(name);
-    if (spec.present) in[name] = Tensor::from_values(spec.dtype, spec.shape, *vals);
-  }
-  return values_of(fwd::reference(f, in, fwd::DroppedSlot::kScaledBias));
-}
-
-// <gradY, F(a) - F(b)> and the magnitude sum |gradY| (|F(a)| + |F(b)|) for its tolerance.
-std::pair<double, double> grad_y_dot_diff(const Problem& c, const std::vector<double>& fa,
-                                          const std::vector<double>& fb) {
-  double dot = 0.0;
-  double mag = 0.0;
-  for (size_t j = 0; j < fa.size(); ++j) {
-    dot += c.v.grad_y[j] * (fa[j] - fb[j]);
-    mag += std::fabs(c.v.grad_y[j]) * (std::fabs(fa[j]) + std::fabs(fb[j]));
-  }
-  return {dot, mag};
 }
 
 Params doc_params(bool bias) {
@@ -388,158 +313,6 @@ TEST(MoeFinalizeRoutingV2GradReference, forward_validate_codes) {
   EXPECT_EQ(fwd::validate(f, s).aclnn_code(), 161002);
   f.drop_pad_mode = 4;
   EXPECT_EQ(fwd::validate(f, fwd::specs(f)).aclnn_code(), 561103);
-}
-
-// A categorical choice made at full size, so it is uniform from the first test on (RapidCheck
-// scales ranges with its size ramp, which would otherwise pick the first option early).
-template <class T>
-T uniform(rc::Gen<T> g) {
-  return *rc::gen::resize(100, std::move(g));
-}
-
-// Multiples of 1/8 in [-4, 4]: exact in every dtype, so double arithmetic stays (nearly) exact.
-std::vector<double> small_values(int64_t n) {
-  const auto q = uniform(
-      rc::gen::container<std::vector<int>>(static_cast<size_t>(n), rc::gen::inRange(-32, 33)));
-  std::vector<double> v(q.size());
-  std::transform(q.begin(), q.end(), v.begin(), [](int x) { return x / 8.0; });
-  return v;
-}
-
-std::vector<int64_t> random_permutation(int64_t n) {
-  const auto keys = uniform(
-      rc::gen::container<std::vector<int>>(static_cast<size_t>(n), rc::gen::arbitrary<int>()));
-  std::vector<int64_t> perm(static_cast<size_t>(n));
-  std::iota(perm.begin(), perm.end(), 0);
-  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
-    return keys[static_cast<size_t>(a)] < keys[static_cast<size_t>(b)];
-  });
-  return perm;
-}
-
-// Mode 0 routes a permutation of [0, R*K), mode 1 an injective map into [0, E*C); about a quarter
-// of the slots are dropped (-1), and mode 0 may drop more through activeNum.
-Problem gen_problem(bool force_scales, int force_mode) {
-  Problem c;
-  Params& p = c.p;
-  p.drop_pad_mode = force_mode >= 0 ? force_mode : uniform(rc::gen::inRange<int64_t>(0, 2));
-  p.has_scales = force_scales || uniform(rc::gen::weightedElement<bool>({{3, true}, {1, false}}));
-  p.has_bias = uniform(rc::gen::arbitrary<bool>());  // without scales: passed and ignored
-  p.num_rows = *rc::gen::inRange<int64_t>(1, 5);
-  p.top_k = p.has_scales ? *rc::gen::inRange<int64_t>(1, 4) : 1;
-  p.hidden = *rc::gen::inRange<int64_t>(1, 12);
-  p.expert_num = *rc::gen::inRange<int64_t>(1, 4);
-  p.expert_capacity = *rc::gen::inRange<int64_t>(1, 5);
-  const int64_t slots = p.num_rows * p.top_k;
-  const int64_t pad_rows = p.expert_num * p.expert_capacity;
-  if (p.drop_pad_mode == 0) p.active_num = *rc::gen::inRange<int64_t>(-1, slots + 2);
-  const std::vector<int64_t> perm =
-      random_permutation(p.drop_pad_mode == 0 ? slots : std::max(slots, pad_rows));
-  const auto drop = uniform(
-      rc::gen::container<std::vector<int>>(static_cast<size_t>(slots), rc::gen::inRange(0, 4)));
-  for (int64_t i = 0; i < slots; ++i) {
-    const int64_t row = perm[static_cast<size_t>(i)];
-    const bool off = drop[static_cast<size_t>(i)] == 0 || (p.drop_pad_mode == 1 && row >= pad_rows);
-    c.v.row_idx.push_back(off ? -1.0 : static_cast<double>(row));
-  }
-  c.v.grad_y = small_values(p.num_rows * p.hidden);
-  c.v.expanded_x = small_values(expanded_rows(p) * p.hidden);
-  c.v.scales = small_values(slots);
-  c.v.bias = small_values(p.expert_num * p.hidden);
-  const auto e = uniform(rc::gen::container<std::vector<int>>(
-      static_cast<size_t>(slots), rc::gen::inRange<int>(0, static_cast<int>(p.expert_num))));
-  c.v.expert_idx.assign(e.begin(), e.end());
-  RC_CLASSIFY(p.drop_pad_mode == 1, "drop_pad");
-  RC_CLASSIFY(p.has_bias, "bias");
-  return c;
-}
-
-RC_GTEST_PROP(MoeFinalizeRoutingV2GradProps, adjoint_of_forward_in_expanded_x, ()) {
-  const Problem c = gen_problem(false, -1);
-  const RefOutputs g = reference(c.p, make_inputs(c.p, c.v));
-  const std::vector<double> delta = small_values(static_cast<int64_t>(c.v.expanded_x.size()));
-  std::vector<double> moved = c.v.expanded_x;
-  for (size_t j = 0; j < moved.size(); ++j) moved[j] += delta[j];
-  const auto [lhs, mag] =
-      grad_y_dot_diff(c, forward(c, moved, c.v.scales), forward(c, c.v.expanded_x, c.v.scales));
-  const Tensor& gx = g.expected.at("gradExpandedXOut");
-  double rhs = 0.0;
-  double rhs_mag = 0.0;
-  for (int64_t j = 0; j < gx.numel(); ++j) {
-    rhs += gx.get(j) * delta[static_cast<size_t>(j)];
-    rhs_mag += std::fabs(gx.get(j) * delta[static_cast<size_t>(j)]);
-  }
-  RC_ASSERT(std::fabs(lhs - rhs) <= 1e-9 * (mag + rhs_mag) + 1e-300);
-}
-
-RC_GTEST_PROP(MoeFinalizeRoutingV2GradProps, grad_scales_is_forward_difference_quotient, ()) {
-  const Problem c = gen_problem(true, -1);
-  const RefOutputs g = reference(c.p, make_inputs(c.p, c.v));
-  const std::vector<double> base = forward(c, c.v.expanded_x, c.v.scales);
-  for (size_t i = 0; i < c.v.scales.size(); ++i) {
-    std::vector<double> s = c.v.scales;
-    s[i] += 1.0;  // the forward is linear in s, so a unit step gives the exact derivative
-    const auto [dq, mag] = grad_y_dot_diff(c, forward(c, c.v.expanded_x, s), base);
-    const double want = g.expected.at("gradScalesOut").get(static_cast<int64_t>(i));
-    const double want_mag = g.magnitude.at("gradScalesOut").get(static_cast<int64_t>(i));
-    RC_ASSERT(std::fabs(dq - want) <= 1e-9 * (mag + want_mag) + 1e-300);
-  }
-}
-
-RC_GTEST_PROP(MoeFinalizeRoutingV2GradProps, linear_in_grad_y, ()) {
-  Problem c = gen_problem(false, -1);
-  const auto a = *rc::gen::inRange(-3, 4);
-  const auto b = *rc::gen::inRange(-3, 4);
-  const RefOutputs g1 = reference(c.p, make_inputs(c.p, c.v));
-  const std::vector<double> y1 = c.v.grad_y;
-  const std::vector<double> y2 = small_values(static_cast<int64_t>(y1.size()));
-  c.v.grad_y = y2;
-  const RefOutputs g2 = reference(c.p, make_inputs(c.p, c.v));
-  for (size_t j = 0; j < y1.size(); ++j) c.v.grad_y[j] = a * y1[j] + b * y2[j];  // exact in fp32
-  const RefOutputs g3 = reference(c.p, make_inputs(c.p, c.v));
-  for (const char* name : {"gradExpandedXOut", "gradScalesOut"}) {
-    const Tensor& e1 = g1.expected.at(name);
-    const Tensor& e2 = g2.expected.at(name);
-    const Tensor& e3 = g3.expected.at(name);
-    for (int64_t j = 0; j < e3.numel(); ++j) {
-      const double want = a * e1.get(j) + b * e2.get(j);
-      RC_ASSERT(std::fabs(e3.get(j) - want) <=
-                1e-12 * (std::fabs(a * e1.get(j)) + std::fabs(b * e2.get(j)) + 1.0));
-    }
-  }
-}
-
-RC_GTEST_PROP(MoeFinalizeRoutingV2GradProps, drop_pad_rows_not_addressed_are_zero, ()) {
-  const Problem c = gen_problem(false, 1);
-  const RefOutputs g = reference(c.p, make_inputs(c.p, c.v));
-  const Tensor& gx = g.expected.at("gradExpandedXOut");
-  const Tensor& care = g.care.at("gradExpandedXOut");
-  const int64_t h = c.p.hidden;
-  for (int64_t row = 0; row < expanded_rows(c.p); ++row) {
-    const bool addressed =
-        std::count(c.v.row_idx.begin(), c.v.row_idx.end(), static_cast<double>(row)) > 0;
-    for (int64_t j = 0; j < h; ++j) {
-      RC_ASSERT(care.get(row * h + j) == 1.0);
-      if (!addressed) RC_ASSERT(gx.get(row * h + j) == 0.0);
-    }
-  }
-}
-
-RC_GTEST_PROP(MoeFinalizeRoutingV2GradProps, dropped_slot_grad_scales_is_bias_dot_grad_y, ()) {
-  const Problem c = gen_problem(true, -1);
-  const RefOutputs g = reference(c.p, make_inputs(c.p, c.v));
-  const int64_t h = c.p.hidden;
-  for (size_t i = 0; i < c.v.row_idx.size(); ++i) {
-    const double row = c.v.row_idx[i];
-    if (row >= 0 && row < static_cast<double>(expanded_rows(c.p))) continue;
-    double want = 0.0;  // without bias a dropped slot contributes nothing
-    if (c.p.has_bias) {
-      const auto r = static_cast<int64_t>(i) / c.p.top_k;
-      const auto e = static_cast<int64_t>(c.v.expert_idx[i]);
-      for (int64_t j = 0; j < h; ++j) want += c.v.bias[e * h + j] * c.v.grad_y[r * h + j];
-    }
-    RC_ASSERT(g.expected.at("gradScalesOut").get(static_cast<int64_t>(i)) == want);
-  }
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // ulp either side of both, random doubles over every binade of the three formats, overflow edges,
 // zeros, double subnormals, infinities and NaN; for fp16, bf16 and fp32 in all three modes.
 #include "reference/math/shared_round.h"
-#include "reference/math/moe_ffn_bound.h"
+#include "reference/moe_ffn/moe_ffn_bound.h"
 
 #include <cmath>
 #include <cstring>

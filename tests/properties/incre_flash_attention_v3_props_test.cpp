@@ -15,11 +15,11 @@
 namespace opgate {
 namespace {
 
-using ifa_testing::ifa_cases::Builder;
-using ifa_testing::ifa_cases::Knobs;
-using ifa_testing::Params;
-namespace ifa_cases = ifa_testing::ifa_cases;
-namespace ifa_ref = ifa_testing::ifa_ref;
+using incre_flash_attention_v3_testing::ifa_cases::Builder;
+using incre_flash_attention_v3_testing::ifa_cases::Knobs;
+using incre_flash_attention_v3_testing::Params;
+namespace ifa_cases = incre_flash_attention_v3_testing::ifa_cases;
+namespace ifa_ref = incre_flash_attention_v3_testing::ifa_ref;
 
 using testing::RcChooser;
 
@@ -121,7 +121,7 @@ RC_GTEST_PROP(IncreFlashAttentionV3Props, paged_equals_contiguous, ()) {
   const TensorMap qin = transplant(d.p, d.in, q, 7);
   RC_ASSERT(ifa_ref::reference(d.p, d.in).expected.at("attentionOut").bytes_equal(
       ifa_ref::reference(q, qin).expected.at("attentionOut")));
-  RC_ASSERT(same_bits(ifa_testing::run_device(d.p, d.in), ifa_testing::run_device(q, qin)));
+  RC_ASSERT(same_bits(incre_flash_attention_v3_testing::run_device(d.p, d.in), incre_flash_attention_v3_testing::run_device(q, qin)));
 }
 
 RC_GTEST_PROP(IncreFlashAttentionV3Props, gqa_equals_mha_with_repeated_kv_heads, ()) {
@@ -161,13 +161,13 @@ RC_GTEST_PROP(IncreFlashAttentionV3Props, gqa_equals_mha_with_repeated_kv_heads,
   RC_ASSERT(ifa_ref::reference(d.p, d.in).expected.at("attentionOut").bytes_equal(
       ifa_ref::reference(m, min).expected.at("attentionOut")));
   const RefOutputs r = ifa_ref::reference(d.p, d.in);
-  RC_ASSERT(ifa_testing::compare(d.p, r, ifa_testing::run_device(m, min), FillMode::kRealistic).passed);
+  RC_ASSERT(incre_flash_attention_v3_testing::compare(d.p, r, incre_flash_attention_v3_testing::run_device(m, min), FillMode::kRealistic).passed);
 }
 
 RC_GTEST_PROP(IncreFlashAttentionV3Props, layouts_agree, ()) {
   Drawn d = draw(false);
   RC_PRE(d.p.kv_cache != ifa_ref::KvCache::kPaged4d);
-  const Tensor base = ifa_testing::run_device(d.p, d.in);
+  const Tensor base = incre_flash_attention_v3_testing::run_device(d.p, d.in);
   for (const char* lay : {"BSH", "BNSD", "BSND"}) {
     nlohmann::json j = d.json;
     j["inputLayout"] = lay;
@@ -175,7 +175,7 @@ RC_GTEST_PROP(IncreFlashAttentionV3Props, layouts_agree, ()) {
     j.erase("quantShape");
     const Params q = parse(j);
     // Same canonical data and schedule; only addresses differ.
-    RC_ASSERT(same_bits(ifa_testing::run_device(q, d.in), base));
+    RC_ASSERT(same_bits(incre_flash_attention_v3_testing::run_device(q, d.in), base));
   }
 }
 
@@ -212,7 +212,7 @@ RC_GTEST_PROP(IncreFlashAttentionV3Props, permuting_kv_positions_changes_nothing
     // Double sums in another order: far below a millionth of the device budget.
     RC_ASSERT(std::fabs(ea.get(i) - eb.get(i)) <= 1e-6 * 0x1p-24 * a.magnitude.at("attentionOut").get(i) + 1e-300);
   }
-  RC_ASSERT(ifa_testing::compare(d.p, a, ifa_testing::run_device(d.p, pin), FillMode::kRealistic).passed);
+  RC_ASSERT(incre_flash_attention_v3_testing::compare(d.p, a, incre_flash_attention_v3_testing::run_device(d.p, pin), FillMode::kRealistic).passed);
 }
 
 RC_GTEST_PROP(IncreFlashAttentionV3Props, truncating_to_actual_lengths_equals_shorter_s, ()) {
@@ -229,7 +229,7 @@ RC_GTEST_PROP(IncreFlashAttentionV3Props, truncating_to_actual_lengths_equals_sh
   const TensorMap qin = transplant(d.p, d.in, q, 3);
   RC_ASSERT(ifa_ref::reference(d.p, d.in).expected.at("attentionOut").bytes_equal(
       ifa_ref::reference(q, qin).expected.at("attentionOut")));
-  RC_ASSERT(same_bits(ifa_testing::run_device(d.p, d.in), ifa_testing::run_device(q, qin)));
+  RC_ASSERT(same_bits(incre_flash_attention_v3_testing::run_device(d.p, d.in), incre_flash_attention_v3_testing::run_device(q, qin)));
 }
 
 RC_GTEST_PROP(IncreFlashAttentionV3Props, batch_independence, ()) {
@@ -251,8 +251,8 @@ RC_GTEST_PROP(IncreFlashAttentionV3Props, batch_independence, ()) {
   const int64_t row = d.p.num_heads * d.p.head_dim;
   const Tensor ra = ifa_ref::reference(d.p, d.in).expected.at("attentionOut");
   const Tensor rb = ifa_ref::reference(d.p, other).expected.at("attentionOut");
-  const Tensor ea = ifa_testing::run_device(d.p, d.in);
-  const Tensor eb = ifa_testing::run_device(d.p, other);
+  const Tensor ea = incre_flash_attention_v3_testing::run_device(d.p, d.in);
+  const Tensor eb = incre_flash_attention_v3_testing::run_device(d.p, other);
   for (int64_t i = b0 * row; i < (b0 + 1) * row; ++i) {
     RC_ASSERT(ra.bits(i) == rb.bits(i));
     RC_ASSERT(ea.bits(i) == eb.bits(i));

@@ -7,7 +7,7 @@
 
 #include "core/dtype.h"
 
-namespace opgate::ifa_math {
+namespace opgate::ref::incre_flash_attention_v3 {
 
 // dst[i] = value of element (first + i) of a contiguous buffer of dtype t, for i < count.
 // t: f16, bf16, f32, f64, i8, u8, bool, i32, i64.
@@ -18,4 +18,4 @@ void to_float(DType t, const uint8_t* data, int64_t first, int64_t count, float*
 double half_value(uint16_t bits);
 double bfloat_value(uint16_t bits);
 
-}  // namespace opgate::ifa_math
+}  // namespace opgate::ref::incre_flash_attention_v3

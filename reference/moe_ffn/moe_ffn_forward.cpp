@@ -1,15 +1,15 @@
 // The aclnnMoeFFN forward pass in double with its per-element error budget: the fp paths charge
 // each rounding point of spec §2.7 and propagate it through |W2|; the int8 paths count, per hidden
 // value, the int8 rounding boundaries the device's half-precision re-quantisation may cross.
-#include "reference/math/moe_ffn_forward.h"
+#include "reference/moe_ffn/moe_ffn_forward.h"
 
 #include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
 
-#include "reference/math/moe_ffn_bound.h"
-#include "reference/math/moe_ffn_gemm.h"
+#include "reference/moe_ffn/moe_ffn_bound.h"
+#include "reference/moe_ffn/moe_ffn_gemm.h"
 #include "reference/math/shared_parallel.h"
 #include "reference/math/shared_round.h"
 #include "reference/math/shared_simd.h"
@@ -318,7 +318,7 @@ void forward(const Params& p, const TensorMap& in, Tensor& y, Tensor& magnitude)
       tasks.push_back({e, r, std::min(kRowBlock, end - r)});
     }
   }
-  parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t i) {
+  math::parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t i) {
     if (d.quant()) {
       run_quant_task(d, tasks[static_cast<size_t>(i)]);
     } else {

@@ -1,10 +1,10 @@
 // Double-precision forward MoeFinalizeRoutingV2 (routing-ops.md §2.2) and its aclnn/tiling
 // validation (§2.4), kept compact: it serves the gradient checks of MoeFinalizeRoutingV2Grad.
-#include "reference/math/moe_finalize_routing_v2.h"
+#include "reference/moe_finalize_routing_v2_grad/moe_finalize_routing_v2.h"
 
 #include <fmt/format.h>
 
-namespace opgate::ref::moe_finalize_routing_v2 {
+namespace opgate::ref::moe_finalize_routing_v2_grad::forward {
 namespace {
 
 constexpr const char* kExpandedX = "expandedX";
@@ -149,4 +149,4 @@ Tensor reference(const Params& p, const TensorMap& in, DroppedSlot dropped) {
   return out;
 }
 
-}  // namespace opgate::ref::moe_finalize_routing_v2
+}  // namespace opgate::ref::moe_finalize_routing_v2_grad::forward

@@ -7,7 +7,14 @@
 #include "core/tensor.h"
 #include "reference/ffn_worker_batching.h"
 
-namespace opgate::ref::ffn_worker_batching::examples {
+namespace opgate::ffn_worker_batching_testing {
+
+using ref::ffn_worker_batching::descriptor_words;
+using ref::ffn_worker_batching::Dims;
+using ref::ffn_worker_batching::dims;
+using ref::ffn_worker_batching::input_specs;
+using ref::ffn_worker_batching::is_recv;
+using ref::ffn_worker_batching::Params;
 
 // Payload of token slot (s, m, bs, k): the fp16 integer s*100 + m*1000 + bs*10 + k, so a y row
 // says where it came from.
@@ -79,4 +86,4 @@ inline TensorMap recv_inputs() {
                      {}, {}, {});
 }
 
-}  // namespace opgate::ref::ffn_worker_batching::examples
+}  // namespace opgate::ffn_worker_batching_testing

@@ -8,7 +8,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 
-namespace opgate::ref::moe_finalize_routing_v2 {
+namespace opgate::ref::moe_finalize_routing_v2_grad::forward {
 
 // Problem descriptor; R, K, H as in the spec. Tensor names: expandedX, expandedRowIdx, x1Optional,
 // x2Optional, biasOptional, scalesOptional, expertIdxOptional; output out.
@@ -48,4 +48,4 @@ Status validate(const Params& p, const SpecMap& specs);
 // inputs match specs(p) in shape and expertIdx lies in [0, E).
 Tensor reference(const Params& p, const TensorMap& inputs, DroppedSlot dropped);
 
-}  // namespace opgate::ref::moe_finalize_routing_v2
+}  // namespace opgate::ref::moe_finalize_routing_v2_grad::forward

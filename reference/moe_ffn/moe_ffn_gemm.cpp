@@ -1,14 +1,12 @@
 // Double matrix products of the aclnnMoeFFN reference on the shared vector kernel
-// (shared_simd.h gemm_panel8: 8 output columns per vector, register tiles of rows), and its
-// thread fan-out, which is the project's one parallel loop. Every output element is one sequential
-// sum in increasing k, whatever the ISA path, tiling or thread count.
-#include "reference/math/moe_ffn_gemm.h"
+// (shared_simd.h gemm_panel8: 8 output columns per vector, register tiles of rows). Every output
+// element is one sequential sum in increasing k, whatever the ISA path or tiling.
+#include "reference/moe_ffn/moe_ffn_gemm.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "reference/math/shared_parallel.h"
 #include "reference/math/shared_simd.h"
 
 namespace opgate::ref::moe_ffn {
@@ -57,7 +55,5 @@ void gemm_rows(const double* a, int64_t rows, int64_t kdim, const double* b, int
   product<false>(a, rows, kdim, b, n, out);
   if (w != nullptr && mag != nullptr) product<true>(w, rows, kdim, b, n, mag);
 }
-
-void parallel_for(int64_t tasks, const std::function<void(int64_t)>& fn) { math::parallel_for(tasks, fn); }
 
 }  // namespace opgate::ref::moe_ffn

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
-#include "reference/math/moe_ffn_activation.h"
+#include "reference/moe_ffn/moe_ffn_activation.h"
 
 namespace opgate::ref::moe_ffn {
 

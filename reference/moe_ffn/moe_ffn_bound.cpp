@@ -1,7 +1,7 @@
 // Error bounds of aclnnMoeFFN's device numerics (spec attention-and-ffn.md §2.4, §2.7): forward
 // error propagation through the kernel's rounding points, with the AscendC activation op sequences
 // (gelu_impl.h FastGeluCalcSimplified / GeluCalcSimplifiedAvoid, silu_common_impl.h).
-#include "reference/math/moe_ffn_bound.h"
+#include "reference/moe_ffn/moe_ffn_bound.h"
 #include "reference/math/shared_round.h"
 
 #include <algorithm>

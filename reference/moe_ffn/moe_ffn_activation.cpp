@@ -1,6 +1,6 @@
 // Exact activations of aclnnMoeFFN (spec attention-and-ffn.md §2.4), written in the overflow-free
 // form x * sigmoid(c x) so that large |x| never produces inf/inf.
-#include "reference/math/moe_ffn_activation.h"
+#include "reference/moe_ffn/moe_ffn_activation.h"
 
 #include <cctype>
 #include <cmath>

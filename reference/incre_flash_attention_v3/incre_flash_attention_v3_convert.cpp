@@ -1,11 +1,11 @@
 // Table-driven exact conversions of fp16/bf16 bit patterns; other dtypes by plain casts.
-#include "reference/math/incre_flash_attention_v3_convert.h"
+#include "reference/incre_flash_attention_v3/incre_flash_attention_v3_convert.h"
 
 #include <cstring>
 
 #include "reference/math/shared_simd.h"
 
-namespace opgate::ifa_math {
+namespace opgate::ref::incre_flash_attention_v3 {
 namespace {
 
 // The exact double of every fp16/bf16 bit pattern (the table the vector kernels use too).
@@ -61,4 +61,4 @@ void to_float(DType t, const uint8_t* data, int64_t first, int64_t count, float*
 double half_value(uint16_t bits) { return table(DType::kF16)[bits]; }
 double bfloat_value(uint16_t bits) { return table(DType::kBF16)[bits]; }
 
-}  // namespace opgate::ifa_math
+}  // namespace opgate::ref::incre_flash_attention_v3
