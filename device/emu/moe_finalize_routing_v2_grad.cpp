@@ -107,18 +107,17 @@ double reduce_products(const std::vector<float>& prod, DType out_dtype, Defect d
 // The defect's flush: every ordered compare with NaN is false, so the select yields 0 for NaN.
 double nan_unsafe_select(double v) { return v >= -INFINITY ? v : 0.0; }
 
-// Elements [start, start + n) of t as fp32 (the kernel's Cast to fp32 is exact for every input
-// dtype it takes). Half types go through the project's one bit-pattern table, not a per-element
-// dtype dispatch: the emulator is what fuzzing runs, so it keeps near the reference's speed.
+// Elements [start, start + n) of a float16, bfloat16 or float32 tensor (the operator's only float
+// dtypes, §3.1) as fp32; the kernel's Cast to fp32 is exact. Half types go through the project's
+// one bit-pattern table, not a per-element dtype dispatch: the emulator is what fuzzing runs, so it
+// keeps near the reference's speed.
 void load_floats(const Tensor& t, int64_t start, int64_t n, float* dst) {
   if (t.dtype() == DType::kF16 || t.dtype() == DType::kBF16) {
     const double* table = math::exact_half_values(t.dtype() == DType::kBF16);
     const uint16_t* src = t.ptr<uint16_t>() + start;
     for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<float>(table[src[j]]);
-  } else if (t.dtype() == DType::kF32) {
-    std::copy(t.ptr<float>() + start, t.ptr<float>() + start + n, dst);
   } else {
-    for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<float>(t.get(start + j));
+    std::copy(t.ptr<float>() + start, t.ptr<float>() + start + n, dst);
   }
 }
 
@@ -217,14 +216,10 @@ Status run(const grad_ref::Params& p, const TensorMap& in, TensorMap& out,
     const int64_t r = i / k_n;
     const int64_t row = row_of(i);
     if (!is_valid(row)) continue;
-    if (!p.has_scales) {
-      if (gx.dtype() == gy->dtype()) {
-        const size_t row_bytes = static_cast<size_t>(h) * dtype_size(gx.dtype());
-        std::memcpy(gx.data() + static_cast<size_t>(row) * row_bytes, gy->data() + static_cast<size_t>(r) * row_bytes,
-                    row_bytes);
-      } else {
-        for (int64_t j = 0; j < h; ++j) gx.set(row * h + j, gy->get(r * h + j));
-      }
+    if (!p.has_scales) {  // a copy of the row's bits: gradExpandedX and gradY share the dtype T (§3.1)
+      const size_t row_bytes = static_cast<size_t>(h) * dtype_size(gx.dtype());
+      std::memcpy(gx.data() + static_cast<size_t>(row) * row_bytes, gy->data() + static_cast<size_t>(r) * row_bytes,
+                  row_bytes);
       continue;
     }
     const auto scale = static_cast<float>(sc->get(i));
