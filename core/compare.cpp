@@ -328,7 +328,11 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
   } else {
     m.cosine = (norm_e == 0 && norm_g == 0) ? 1.0 : 0.0;
   }
-  std::sort(worst.begin(), worst.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  // Largest score first; equal scores in index order, so a report lists tied points the same way
+  // on every run.
+  std::sort(worst.begin(), worst.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second.flat < b.second.flat;
+  });
   for (auto& w : worst) r.worst.push_back(std::move(w.second));
 
   // Output-level decision: elementwise failures within the standard's allowance, plus the

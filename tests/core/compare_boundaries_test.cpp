@@ -1,0 +1,137 @@
+// The comparator at the exact edges its constants and orderings decide, each by hand arithmetic:
+// the dual-thousandth rtol of each dtype, the Ascend-mixed cap, which worst points come first and
+// what they record, the fields of an undefined output, the metrics of an output without one finite
+// pair, the absolute error of a one-rounding bound, and which reference values the error-balance
+// gate counts (tools/mutate.py --comparator found each of these unpinned).
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "core/compare.h"
+#include "tests/core/compare_testing.h"
+
+namespace opgate {
+namespace {
+
+using namespace compare_testing;  // NOLINT(google-build-using-namespace): test helpers
+
+TEST(CompareBoundaries, dual_thousandth_fp16_rtol_is_exactly_one_thousandth) {
+  // g = 1001 (an fp16 value), e = 1001 / 1.00100000002 = 999.99999998: |g - e| = 1.00000002, just
+  // above 1e-3 * e = 0.99999999998 but below e times 1e-3 held in fp32 (1.0000000475e-3).
+  const double e = 1001 / 1.00100000002;
+  ASSERT_GT(1001 - e, 1e-3 * e);
+  ASSERT_LT(1001 - e, 0x1.0624dep-10 * e);
+  const CompareResult r =
+      compare_output(tolerance(DType::kF16, Standard::kDualThousandth), f64({1}, {e}), of(DType::kF16, {1}, {1001}),
+                     Tensor(), Tensor());
+  EXPECT_FALSE(r.passed) << r.message;
+  EXPECT_EQ(r.metrics.mismatches, 1);
+}
+
+TEST(CompareBoundaries, dual_thousandth_fp32_rtol_is_exactly_one_ten_thousandth) {
+  // e = 10000, g = 10001: |g - e| = 1 = 1e-4 * 10000 exactly (1e-4 * 1e4 rounds to 1.0), so the
+  // element passes; with 1e-4 held in fp32 (9.9999997e-5) the allowance would be 0.99999997.
+  const CompareResult r = compare_output(tolerance(DType::kF32, Standard::kDualThousandth), f64({1}, {10000}),
+                                         of(DType::kF32, {1}, {10001}), Tensor(), Tensor());
+  EXPECT_TRUE(r.passed) << r.message;
+}
+
+TEST(CompareBoundaries, ascend_mixed_cap_is_inclusive) {
+  // 100 fp16 elements, 1 % may fail elementwise. Element 0: e = 8.25, g = 8: |g - e| = 0.25, beyond
+  // its allowance 2^-9 (1 + 8.25) = 0.018 but equal to the cap max(0.1, 32 ulp(8.25) = 32 * 2^-7).
+  std::vector<double> e(100, 8.25), g(100, 8.25);
+  g[0] = 8;
+  const CompareResult r = compare_output(tolerance(DType::kF16, Standard::kAscendMixed), f64({100}, e),
+                                         of(DType::kF16, {100}, g), Tensor(), Tensor());
+  EXPECT_EQ(r.metrics.mismatches, 1);
+  EXPECT_DOUBLE_EQ(r.metrics.max_abs, 0.25);
+  EXPECT_TRUE(r.passed) << r.message;
+  g[0] = 7.9921875;  // one fp16 ulp further: 0.2578125 > 0.25
+  EXPECT_FALSE(compare_output(tolerance(DType::kF16, Standard::kAscendMixed), f64({100}, e),
+                              of(DType::kF16, {100}, g), Tensor(), Tensor())
+                   .passed);
+}
+
+TEST(CompareBoundaries, worst_points_rank_by_error_over_allowance_then_index) {
+  // allclose atol 0, rtol 0.5, f64. Scores |g - e| / allowed:
+  //   [0] e = 1,  g = 2:    1 / 0.5 = 2
+  //   [1] e = 10, g = 16:   6 / 5   = 1.2  (the largest error, the smallest ratio)
+  //   [2] e = 0,  g = 0.25: allowance 0, so it ranks above every finite ratio
+  //   [3] e = 1,  g = 2:    2, tied with [0]: index order
+  OutputCheck c = tolerance(DType::kF64, Standard::kAllclose);
+  c.tol.rtol = 0.5;
+  const CompareResult r =
+      compare_output(c, f64({4}, {1, 10, 0, 1}), of(DType::kF64, {4}, {2, 16, 0.25, 2}), Tensor(), Tensor());
+  EXPECT_FALSE(r.passed);
+  ASSERT_EQ(r.worst.size(), 4u);
+  EXPECT_EQ(r.worst[0].flat, 2);
+  EXPECT_EQ(r.worst[1].flat, 0);
+  EXPECT_EQ(r.worst[2].flat, 3);
+  EXPECT_EQ(r.worst[3].flat, 1);
+  // What a point records: the raw reference, the device value, the error and the allowance.
+  EXPECT_EQ(r.worst[3].expected, 10);
+  EXPECT_EQ(r.worst[3].expected_rounded, 10);
+  EXPECT_EQ(r.worst[3].got, 16);
+  EXPECT_EQ(r.worst[3].abs_err, 6);
+  EXPECT_EQ(r.worst[3].allowed, 5);
+}
+
+TEST(CompareBoundaries, an_undefined_output_names_itself_and_is_not_compared) {
+  OutputCheck c;
+  c.name = "scratch";
+  c.kind = CheckKind::kUndefined;
+  const CompareResult r = compare_output(c, f64({2}, {1, 2}), of(DType::kF16, {2}, {7, 8}), Tensor(), Tensor());
+  EXPECT_TRUE(r.passed);
+  EXPECT_EQ(r.name, "scratch");
+  EXPECT_EQ(r.kind, CheckKind::kUndefined);
+  EXPECT_EQ(r.message, "not compared (undefined output)");
+  EXPECT_EQ(r.metrics.elements, 2);
+  EXPECT_EQ(r.metrics.compared, 0);
+}
+
+TEST(CompareBoundaries, no_finite_pair_leaves_mean_errors_at_zero) {
+  // Every element a matching NaN or Inf: nothing finite to average, so MERE and RMSE stay 0, not 0/0.
+  const CompareResult r = compare_output(exact(DType::kF32), f64({3}, {NAN, INFINITY, -INFINITY}),
+                                         of(DType::kF32, {3}, {NAN, INFINITY, -INFINITY}), Tensor(), Tensor());
+  EXPECT_TRUE(r.passed) << r.message;
+  EXPECT_EQ(r.metrics.mere, 0);
+  EXPECT_EQ(r.metrics.rmse, 0);
+}
+
+OutputCheck fp16_one_rounding_bound() {
+  OutputCheck c = tolerance(DType::kF16, Standard::kBound);
+  c.tol.c = 1;
+  c.tol.u_acc = 1;
+  c.tol.out_ulps = 0.5;
+  return c;
+}
+
+TEST(CompareBoundaries, a_one_rounding_bound_measures_the_error_against_the_reference) {
+  // g = e + 2^-10 (one fp16 ulp above in [1, 2)) within acc = 2^-10: |g - e| = 2^-10 on both.
+  const double u = 0x1p-10;
+  const CompareResult r = compare_output(fp16_one_rounding_bound(), f64({2}, {1.5, -1.25}),
+                                         of(DType::kF16, {2}, {1.5 + u, -1.25 + u}), f64({2}, {u, u}), Tensor());
+  EXPECT_TRUE(r.passed) << r.message;
+  EXPECT_EQ(r.metrics.max_abs, u);
+}
+
+TEST(CompareBoundaries, the_balance_gate_counts_representable_references_under_rne) {
+  // 128 x 128 fp16 references exactly representable (1 + k 2^-10), each device value one ulp below:
+  // inside every element's bound (acc = 2^-10), but all 16384 errors go down. An exactly
+  // representable reference is no tie under RNE, so every element counts and the gate fails.
+  Tensor e = Tensor::zeros(DType::kF64, {128, 128});
+  Tensor g = Tensor::zeros(DType::kF16, {128, 128});
+  for (int64_t i = 0; i < e.numel(); ++i) {
+    const double v = 1 + static_cast<double>(1 + i % 1000) * 0x1p-10;
+    e.set(i, v);
+    g.set(i, v - 0x1p-10);
+  }
+  const CompareResult r =
+      compare_output(fp16_one_rounding_bound(), e, g, Tensor::full(DType::kF64, {128, 128}, 0x1p-10), Tensor());
+  EXPECT_EQ(r.metrics.mismatches, 0);
+  EXPECT_EQ(r.metrics.balance_neg, 128 * 128);
+  EXPECT_FALSE(r.passed) << r.message;
+}
+
+}  // namespace
+}  // namespace opgate
