@@ -9,7 +9,8 @@ preset="${1:-release}"
 
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev librapidcheck-dev nlohmann-json3-dev
           libfmt-dev libcli11-dev libssl-dev libbenchmark-dev python3 ccache procps
-          libopenblas-dev)  # libopenblas-dev: the dgemm peer of bench/ only (never linked into opgate)
+          libopenblas-dev  # the dgemm peer of bench/ only (never linked into opgate)
+          chromium)        # the browser test of report.html (ctest -L browser)
 if [ "$preset" = asan ] || [ "$preset" = fuzz ] || [ "${OPGATE_WITH_CLANG:-0}" = 1 ]; then
   packages+=(clang libclang-rt-14-dev)
 fi
