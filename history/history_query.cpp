@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "core/report.h"
+
 namespace opgate::history {
 namespace {
 
@@ -93,8 +95,8 @@ size_t streak_start(const std::vector<const Row*>& results) {
 }  // namespace
 
 bool is_failing_verdict(const std::string& verdict) {
-  return verdict == "FAILED" || verdict == "BACKEND_ERROR" || verdict == "INVALID_CASE" || verdict == "TIMEOUT" ||
-         verdict == "CRASHED";
+  const auto v = parse_verdict(verdict);
+  return v && verdict_fails(*v, false);
 }
 
 Expected<std::vector<FailingCase>> failing_cases(const HistoryDb& db, const std::string& since) {
