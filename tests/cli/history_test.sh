@@ -13,12 +13,12 @@ CASE=mfrg.bias_scales_dropless.bf16.001  # gradScalesOut is a bound output: its 
 DB="$WORK/h.db"
 
 # --- three runs, one kernel rev: pass, fail (a defect), pass ---
-"$OPGATE" run --cases "$SMOKE" --filter "^$CASE\$" --history "$DB" --kernel-rev rev1 --out "$WORK/r1" -q >/dev/null 2>&1
+"$OPGATE" run --cases "$SMOKE" --filter "^$CASE\$" --history "$DB" --kernel-rev rev1 --out "$WORK/r1" -q >"$WORK/r1.log" 2>&1
 check "run 1 passes" test $? -eq 0
 "$OPGATE" run --cases "$SMOKE" --filter "^$CASE\$" --history "$DB" --kernel-rev rev1 --out "$WORK/r2" -q \
-  --backend fault:mfrg.k_major_index >/dev/null 2>&1
+  --backend fault:mfrg.k_major_index >"$WORK/r2.log" 2>&1
 check "run 2 fails" test $? -eq 1
-OPGATE_HISTORY="$DB" "$OPGATE" run --cases "$SMOKE" --filter "^$CASE\$" --kernel-rev rev1 --out "$WORK/r3" -q >/dev/null 2>&1
+OPGATE_HISTORY="$DB" "$OPGATE" run --cases "$SMOKE" --filter "^$CASE\$" --kernel-rev rev1 --out "$WORK/r3" -q >"$WORK/r3.log" 2>&1
 check "run 3 passes (history from OPGATE_HISTORY)" test $? -eq 0
 check "three runs, ended, with exit codes 0 1 0" test "$(sql "$DB" "SELECT exit_code FROM runs WHERE ended_at IS NOT NULL ORDER BY run_id" | tr '\n' ' ')" = "0 1 0 "
 
@@ -64,14 +64,16 @@ expect_error 2 "h.db: --failing-since: no run 5" history --db "$DB" cases --fail
 
 # --- kill -9 in the middle of a recorded run: consistent, marked interrupted, extended next ---
 KDB="$WORK/killed.db"
-"$OPGATE" run --root "$SRC" --history "$KDB" --kernel-rev rev1 --out "$WORK/rk" -q >/dev/null 2>&1 &
+"$OPGATE" run --root "$SRC" --history "$KDB" --kernel-rev rev1 --out "$WORK/rk" -q >"$WORK/rk.log" 2>&1 &
 pid=$!
 python3 - "$KDB" <<'PY'
 import sqlite3, sys, time
 deadline = time.time() + 60
 while time.time() < deadline:
     try:
-        if sqlite3.connect(sys.argv[1], timeout=5).execute("SELECT count(*) FROM results").fetchone()[0] >= 3:
+        # Read-only: the poll must not create the file before opgate does.
+        ro = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True, timeout=5)
+        if ro.execute("SELECT count(*) FROM results").fetchone()[0] >= 3:
             break
     except sqlite3.Error:
         pass
@@ -85,7 +87,7 @@ check "every recorded case has its outputs" test "$(sql "$KDB" "SELECT count(*) 
 check "integrity_check is ok" test "$(sql "$KDB" "PRAGMA integrity_check")" = ok
 "$OPGATE" history --db "$KDB" first-bad --case fwb.norm_mixed_masks.f16.001 >"$WORK/killed.txt" 2>&1
 check "the killed run reads as interrupted" grep -q "kernel rev rev1, emu, interrupted))" "$WORK/killed.txt"
-"$OPGATE" run --cases "$SMOKE" --history "$KDB" --out "$WORK/rk2" -q >/dev/null 2>&1
+"$OPGATE" run --cases "$SMOKE" --history "$KDB" --out "$WORK/rk2" -q >"$WORK/rk2.log" 2>&1
 check "the next run opens the database" test $? -eq 0
 check "and extends it" test "$(sql "$KDB" "SELECT count(*) FROM runs WHERE run_id = 2 AND ended_at IS NOT NULL")" -eq 1
 check "still consistent" test "$(sql "$KDB" "PRAGMA integrity_check")" = ok
@@ -93,9 +95,9 @@ check "still consistent" test "$(sql "$KDB" "PRAGMA integrity_check")" = ok
 # --- two shards started at once on one database ---
 SDB="$WORK/shards.db"
 CI="$SRC/cases/moe_finalize_routing_v2_grad/ci.json"
-"$OPGATE" run --cases "$CI" --shard 0/2 --history "$SDB" --out "$WORK/s0" -q >/dev/null 2>&1 &
+"$OPGATE" run --cases "$CI" --shard 0/2 --history "$SDB" --out "$WORK/s0" -q >"$WORK/s0.log" 2>&1 &
 p0=$!
-"$OPGATE" run --cases "$CI" --shard 1/2 --history "$SDB" --out "$WORK/s1" -q >/dev/null 2>&1 &
+"$OPGATE" run --cases "$CI" --shard 1/2 --history "$SDB" --out "$WORK/s1" -q >"$WORK/s1.log" 2>&1 &
 p1=$!
 wait $p0; r0=$?; wait $p1; r1=$?
 check "both shards pass" test "$r0$r1" = 00
@@ -125,5 +127,10 @@ expect_error 2 "newer.db: history schema version 9 is newer than this opgate's \
 expect_error 2 "newer.db: history schema version 9 is newer than this opgate's \(1\)" run --cases "$SMOKE" --history "$WORK/newer.db" --out "$WORK/r_newer"
 expect_error 2 "kernel-rev requires --history" run --cases "$SMOKE" --kernel-rev abc --out "$WORK/r_rev"
 
+if [ "$failures" -ne 0 ]; then  # what the checks read, for a failure seen only under load
+  for f in r1 r2 r3 rk rk2 s0 s1; do echo "== $f.log"; tail -n 3 "$WORK/$f.log"; done
+  for f in flaky trend cases fb killed; do echo "== $f.txt"; cat "$WORK/$f.txt"; done
+  echo "== killed.db runs"; sql "$KDB" "SELECT run_id || ' ' || ifnull(ended_at, 'NULL') || ' ' || (SELECT count(*) FROM results r WHERE r.run_id = runs.run_id) FROM runs"
+fi
 echo "history tests: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]
