@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <limits>
 
 #include <fmt/format.h>
@@ -90,6 +92,7 @@ void HistoryDb::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 
 Status HistoryDb::error(const std::string& what) const {
   const int rc = db_ ? sqlite3_extended_errcode(db_.get()) & 0xff : SQLITE_CANTOPEN;
+  last_error_ = rc;
   const std::string msg = db_ ? sqlite3_errmsg(db_.get()) : "unable to open database file";
   if (rc == SQLITE_NOTADB) return io_error(fmt::format("{}: not an SQLite database", path_));
   if (rc == SQLITE_CORRUPT) return io_error(fmt::format("{}: corrupt history database ({})", path_, msg));
@@ -119,19 +122,16 @@ Status HistoryDb::exec(const std::string& sql) const {
 Status HistoryDb::check_identity(bool allow_empty) {
   int64_t version = 0, app = 0, tables = 0;
   {
-    OPGATE_ASSIGN_OR_RETURN(Statement st, prepare("PRAGMA user_version"));
+    // One statement, so one snapshot: another writer's migration is seen whole or not at all.
+    OPGATE_ASSIGN_OR_RETURN(Statement st, prepare("SELECT (SELECT user_version FROM pragma_user_version), (SELECT "
+                                                  "application_id FROM pragma_application_id), (SELECT count(*) FROM "
+                                                  "sqlite_master)"));
     OPGATE_ASSIGN_OR_RETURN(bool row, st.step());
-    if (row) version = st.integer(0);
-  }
-  {
-    OPGATE_ASSIGN_OR_RETURN(Statement st, prepare("PRAGMA application_id"));
-    OPGATE_ASSIGN_OR_RETURN(bool row, st.step());
-    if (row) app = st.integer(0);
-  }
-  {
-    OPGATE_ASSIGN_OR_RETURN(Statement st, prepare("SELECT count(*) FROM sqlite_master"));
-    OPGATE_ASSIGN_OR_RETURN(bool row, st.step());
-    if (row) tables = st.integer(0);
+    if (row) {
+      version = st.integer(0);
+      app = st.integer(1);
+      tables = st.integer(2);
+    }
   }
   schema_version_ = static_cast<int>(version);
   if (version > kSchemaVersion) {
@@ -191,22 +191,38 @@ Expected<HistoryDb> HistoryDb::open_for_recording(const std::string& path) {
   HistoryDb db(path, raw);
   if (rc != SQLITE_OK) return db.error("cannot open or create the history database");
   sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+  // Writers that set up a new file at once can meet where SQLite reports busy without waiting (a
+  // journal mode change, a lock upgrade that would deadlock): the set-up is retried, up to the
+  // busy timeout.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (;;) {
+    db.last_error_ = 0;
+    db.wal_refused_ = false;
+    Status st = db.set_up_for_recording();
+    if (st.is_ok()) return db;
+    const bool busy = db.last_error_ == SQLITE_BUSY || db.last_error_ == SQLITE_LOCKED || db.wal_refused_;
+    if (!busy || std::chrono::steady_clock::now() > deadline) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+Status HistoryDb::set_up_for_recording() {
   // Identity first, so a foreign file is refused before it is switched to WAL.
-  OPGATE_TRY(db.check_identity(true));
+  OPGATE_TRY(check_identity(true));
   {
-    OPGATE_ASSIGN_OR_RETURN(Statement st, db.prepare("PRAGMA journal_mode = WAL"));
+    OPGATE_ASSIGN_OR_RETURN(Statement st, prepare("PRAGMA journal_mode = WAL"));
     OPGATE_ASSIGN_OR_RETURN(bool row, st.step());
     if (!row || st.text(0) != "wal") {
+      wal_refused_ = true;
       return io_error(fmt::format("{}: cannot switch the history database to WAL (journal mode '{}'); a network "
                                   "file system does not support it",
-                                  path, row ? st.text(0) : std::string()));
+                                  path_, row ? st.text(0) : std::string()));
     }
   }
   // NORMAL in WAL: a killed process loses nothing committed (only a power loss may lose the last
   // transactions), and each case costs no fsync.
-  OPGATE_TRY(db.exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON"));
-  OPGATE_TRY(db.migrate());
-  return db;
+  OPGATE_TRY(exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON"));
+  return migrate();
 }
 
 Expected<HistoryDb> HistoryDb::open_for_reading(const std::string& path) {

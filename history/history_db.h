@@ -72,11 +72,14 @@ class HistoryDb {
   };
   HistoryDb(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
   Status check_identity(bool allow_empty);
+  Status set_up_for_recording();
   Status migrate();
 
   std::string path_;
   std::unique_ptr<sqlite3, Closer> db_;
   int schema_version_ = 0;
+  mutable int last_error_ = 0;  // SQLite's primary result code of the last error()
+  bool wal_refused_ = false;    // the journal mode stayed another (busy, or a file system without WAL)
 };
 
 }  // namespace opgate::history

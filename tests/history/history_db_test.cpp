@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 
@@ -191,7 +192,11 @@ TEST_F(HistoryDbTest, ConcurrentWritersLandEveryCase) {
     ASSERT_GE(children[w], 0);
     if (children[w] == 0) {
       auto rec = HistoryRecorder::open(file);
-      if (!rec || !(*rec)->begin_run(meta("a")).is_ok()) _exit(3);
+      if (!rec) {
+        std::fprintf(stderr, "writer %d: %s\n", w, rec.status().message().c_str());
+        _exit(3);
+      }
+      if (!(*rec)->begin_run(meta("a")).is_ok()) _exit(3);
       for (int i = 0; i < kCases; ++i) {
         if (!(*rec)->record(make_case(fmt::format("w{}.case{}", w, i), "PASSED", {{"y", 0.5}})).is_ok()) _exit(4);
       }
