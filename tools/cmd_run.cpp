@@ -16,6 +16,7 @@
 #include "core/op_registry.h"
 #include "core/runner.h"
 #include "core/version.h"
+#include "history/history_record.h"
 #include "reference/math/shared_parallel.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
@@ -34,6 +35,8 @@ struct RunFlags {
   uint64_t seed = 1;
   std::string size = "medium";
   BaselineFlags baseline;
+  std::string history, kernel_rev;                       // --history FILE, --kernel-rev REV
+  std::shared_ptr<history::HistoryRecorder> history_run;  // open while the run records into it
 };
 
 // CLI::PositiveNumber would print its upper bound, DBL_MAX, in all its 309 digits.
@@ -190,6 +193,8 @@ std::string resume_command(const RunFlags& f, const std::string& out) {
     if (f.extreme_fills) cmd += " --extreme-fills";
   }
   if (!f.baseline.path.empty()) add("--baseline", f.baseline.path);
+  if (!f.history.empty()) add("--history", f.history);
+  if (!f.kernel_rev.empty()) add("--kernel-rev", f.kernel_rev);
   if (f.strict) cmd += " --strict";
   if (f.no_isolate) cmd += " --no-isolate";
   if (f.quiet) cmd += " --quiet";
@@ -237,6 +242,12 @@ int run_cases(RunFlags& f) {
   if (!f.baseline.path.empty()) {
     if (auto st = check_out_is_not_baseline(out, f.baseline.path); !st.is_ok()) return fail(st);
   }
+  // The history opens (created, migrated) before the report folder is written: a bad file stops the run.
+  if (!f.history.empty()) {
+    auto h = history::HistoryRecorder::open(f.history);
+    if (!h) return fail(h.status());
+    f.history_run = std::move(*h);
+  }
   const RunOptions opt = run_options(f, root);
   nlohmann::json info{{"harness_version", harness_version()},
                       {"backend", (*backend)->probe()},
@@ -262,6 +273,11 @@ int run_cases(RunFlags& f) {
   if (const std::string line = shard_header(f.sel); !line.empty()) fmt::print("{}\n", line);
   auto writer = ReportWriter::open(out, info, f.resume);
   if (!writer) return fail(writer.status());
+  if (f.history_run) {
+    if (auto st = f.history_run->begin_run(history::run_meta_from_run_info(info, f.kernel_rev, out)); !st.is_ok()) {
+      return fail(st);
+    }
+  }
   // From here on SIGINT/SIGTERM end the run cleanly: the current case is dropped (resume runs it),
   // the reports are written for what finished, and the exit code is 128 + the signal.
   install_stop_handlers();
@@ -293,6 +309,7 @@ int run_cases(RunFlags& f) {
       std::fflush(stdout);
     }
     Status st = writer->append(r);
+    if (st.is_ok() && f.history_run) st = f.history_run->record(r);
     if (!st.is_ok()) return fail(st);
   }
   Status st = writer->finish();
@@ -336,8 +353,19 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_flag("--extreme-fills", f->extreme_fills,
                 "With --generate: each case fills one float input with subnormals, near-max values or signed zeros");
   add_baseline_flags(cmd, f->baseline, true);
+  auto* history = cmd->add_option("--history", f->history, "Record the run into this SQLite history (see `opgate history`)")
+                      ->envname("OPGATE_HISTORY");
+  cmd->add_option("--kernel-rev", f->kernel_rev, "The commit of the kernels under test, recorded in --history")
+      ->needs(history);
   add_common(cmd, *f);
-  cmd->callback([f, &exit_code] { exit_code = run_cases(*f); });
+  cmd->callback([f, &exit_code] {
+    exit_code = run_cases(*f);
+    // A run that ends (finished, refused, or stopped by SIGINT/SIGTERM) records its exit code.
+    if (f->history_run) {
+      if (auto st = f->history_run->end_run(exit_code); !st.is_ok()) exit_code = fail(st);
+      f->history_run.reset();
+    }
+  });
 }
 
 void add_repro(CLI::App& app, int& exit_code) {

@@ -18,5 +18,6 @@ void add_gen(CLI::App& app, int& exit_code);
 void add_shrink(CLI::App& app, int& exit_code);
 void add_fuzz(CLI::App& app, int& exit_code);
 void add_fuzz_seeds(CLI::App& app, int& exit_code);
+void add_history(CLI::App& app, int& exit_code);
 
 }  // namespace opgate::cli

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 preset="${1:-release}"
 
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev librapidcheck-dev nlohmann-json3-dev
-          libfmt-dev libcli11-dev libssl-dev libbenchmark-dev python3 ccache procps
+          libfmt-dev libcli11-dev libssl-dev libsqlite3-dev libbenchmark-dev python3 ccache procps
           libopenblas-dev  # the dgemm peer of bench/ only (never linked into opgate)
           chromium)        # the browser test of report.html (ctest -L browser)
 if [ "$preset" = asan ] || [ "$preset" = fuzz ] || [ "${OPGATE_WITH_CLANG:-0}" = 1 ]; then
