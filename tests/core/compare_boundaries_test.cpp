@@ -1,5 +1,5 @@
 // The comparator at the exact edges its constants and orderings decide, each by hand arithmetic:
-// the dual-thousandth rtol of each dtype, the Ascend-mixed cap, which worst points come first and
+// the dual-thousandth rtol of each dtype, MERE at its threshold, the Ascend-mixed cap, which worst points come first and
 // what they record, the fields of an undefined output, the metrics of an output without one finite
 // pair, the absolute error of a one-rounding bound, and which reference values the error-balance
 // gate counts (tools/mutate.py --comparator found each of these unpinned).
@@ -34,6 +34,19 @@ TEST(CompareBoundaries, dual_thousandth_fp32_rtol_is_exactly_one_ten_thousandth)
   const CompareResult r = compare_output(tolerance(DType::kF32, Standard::kDualThousandth), f64({1}, {10000}),
                                          of(DType::kF32, {1}, {10001}), Tensor(), Tensor());
   EXPECT_TRUE(r.passed) << r.message;
+}
+
+TEST(CompareBoundaries, mere_equal_to_its_threshold_fails) {
+  // MERE < T passes (T = 2^-13 for fp32/fp64). One f64 element with |g - e| / (|e| + 1e-7) = 2^-13
+  // exactly: e = 1.27051641601505, g - e = 2^-13 (|e| + 1e-7) (a power of two times a double, so
+  // exact, and g - e recovers it). MARE allows 10 T, so only the MERE criterion decides.
+  const double e = 1.27051641601505, g = 1.2706715083631963;
+  ASSERT_EQ((g - e) / (e + 1e-7), 0x1p-13);
+  const CompareResult r = compare_output(tolerance(DType::kF64, Standard::kMereMare), f64({1}, {e}),
+                                         of(DType::kF64, {1}, {g}), Tensor(), Tensor());
+  EXPECT_EQ(r.metrics.mismatches, 0);
+  EXPECT_EQ(r.metrics.mere, 0x1p-13);
+  EXPECT_FALSE(r.passed) << r.message;
 }
 
 TEST(CompareBoundaries, ascend_mixed_cap_is_inclusive) {
