@@ -146,5 +146,33 @@ TEST(CompareBoundaries, the_balance_gate_counts_representable_references_under_r
   EXPECT_FALSE(r.passed) << r.message;
 }
 
+TEST(CompareBoundaries, the_vacuity_move_leaves_a_toward_zero_interval_built_from_the_magnitude) {
+  // As VacuityPerturbation.a_toward_zero_bound_is_left_past_its_rounded_interval, with a realistic
+  // unit (u_acc = 2^-24, so acc = 0.15u comes from a magnitude of 0.15u * 2^24): the accepted
+  // interval [-1 - u, -1] is built from the element's magnitude, not from its allowance. A move
+  // to -1 (1.05u from e, beyond allowed = 0.65u) would still pass; the move must reach -1 + u/2.
+  OutputCheck b = tolerance(DType::kF16, Standard::kBound);
+  b.rounding = Rounding::kTowardZero;
+  b.tol.c = 1;
+  b.tol.u_acc = 0x1p-24;
+  const double u = 0x1p-10;
+  const Tensor e = f64({1}, {-1 - 1.05 * u});
+  const Tensor mag = f64({1}, {0.15 * u * 0x1p24});
+  const Tensor g = of(DType::kF16, {1}, {-1 - u});
+  ASSERT_TRUE(compare_output(b, e, g, mag, Tensor()).passed);
+  ASSERT_TRUE(compare_output(b, e, of(DType::kF16, {1}, {-1.0}), mag, Tensor()).passed);
+  EXPECT_FALSE(vacuity_check(b, e, g, mag, Tensor()).has_value());
+}
+
+TEST(CompareBoundaries, the_row_swap_uses_only_rows_cared_for_in_every_column) {
+  // Exact f32 rows that differ only in column 0, which the care mask leaves out of both rows: no
+  // row is fully compared, so there is no row swap to try, and the element move (seen) decides.
+  const Tensor e = f64({2, 3}, {1, 5, 6, 2, 5, 6});
+  const Tensor g = of(DType::kF32, {2, 3}, {1, 5, 6, 2, 5, 6});
+  const Tensor care = of(DType::kU8, {2, 3}, {0, 1, 1, 0, 1, 1});
+  ASSERT_TRUE(compare_output(exact(DType::kF32), e, g, Tensor(), care).passed);
+  EXPECT_FALSE(vacuity_check(exact(DType::kF32), e, g, Tensor(), care).has_value());
+}
+
 }  // namespace
 }  // namespace opgate
