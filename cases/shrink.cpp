@@ -126,7 +126,7 @@ std::string failure_signature(const CaseResult& r) {
   if (r.verdict != Verdict::kFailed) return verdict_name(r.verdict);
   std::vector<std::string> names;
   for (const auto& o : r.outputs) {
-    if (!o.value("passed", true)) names.push_back(o.value("name", "?"));
+    if (!o.compare.passed) names.push_back(o.compare.name);
   }
   std::sort(names.begin(), names.end());
   std::string s = "FAILED ";

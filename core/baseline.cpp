@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -20,21 +21,21 @@ namespace {
 constexpr std::array<const char*, 7> kChangeNames = {"NEW_FAILURE", "MISSING", "DRIFT",   "STILL_FAILING",
                                                      "FIXED",       "CHANGED", "NEW_CASE"};
 
-double budget_used(const nlohmann::json& output) {
-  if (!output.contains("metrics")) return 0;
-  const auto& m = output["metrics"];
-  if (!m.contains("budget_used") || !m["budget_used"].is_number()) return 0;
-  return m["budget_used"].get<double>();
+// A non-finite share (an infinite error against a finite allowance) counts as 0, as in baselines
+// accepted before the typed results: results.jsonl writes it as a string, which they skipped.
+double budget_used(const OutputResult& output) {
+  const double used = output.compare.metrics.budget_used;
+  return std::isfinite(used) ? used : 0;
 }
 
 // The passing outputs whose tolerance use grew past both thresholds, as "y: 0.21 -> 0.64 (x3.0)".
 std::string drift_detail(const CaseResult& before, const CaseResult& after, const BaselineOptions& opt) {
   std::map<std::string, double> old_use;
-  for (const auto& o : before.outputs) old_use[o.value("name", "")] = budget_used(o);
+  for (const auto& o : before.outputs) old_use[o.compare.name] = budget_used(o);
   std::string detail;
   for (const auto& o : after.outputs) {
-    const auto it = old_use.find(o.value("name", ""));
-    if (it == old_use.end() || !o.value("passed", false)) continue;
+    const auto it = old_use.find(o.compare.name);
+    if (it == old_use.end() || !o.compare.passed) continue;
     const double now = budget_used(o);
     if (now > opt.drift_floor && now > opt.drift_factor * it->second) {
       detail += fmt::format("{}{}: tolerance used {:.3g} -> {:.3g}", detail.empty() ? "" : "; ", it->first,

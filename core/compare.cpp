@@ -6,7 +6,6 @@
 #include <limits>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/error_balance.h"
 
@@ -513,81 +512,6 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
     }
   }
   return std::nullopt;
-}
-
-nlohmann::json to_json(const OutputCheck& c) {
-  nlohmann::json j{{"name", c.name}, {"kind", check_kind_name(c.kind)}, {"dtype", dtype_name(c.device_dtype)},
-                   {"reason", c.reason}};
-  if (c.kind == CheckKind::kTolerance) {
-    j["standard"] = standard_name(c.tol.standard);
-    if (c.tol.standard == Standard::kBound) {
-      j["c"] = c.tol.c;
-      j["u_acc"] = c.tol.u_acc;
-      j["out_ulps"] = c.tol.out_ulps;
-      if (c.balance_cluster > 0) j["balance_cluster"] = c.balance_cluster;
-    }
-    if (c.tol.standard == Standard::kAllclose) {
-      j["rtol"] = c.tol.rtol;
-      j["atol"] = c.tol.atol;
-      j["max_bad_fraction"] = c.tol.max_bad_fraction;
-    }
-  }
-  if (c.kind == CheckKind::kQuantized) j["max_steps"] = c.max_steps;
-  return j;
-}
-
-namespace {
-// JSON has no infinity or NaN: non-finite numbers are written as the strings "inf", "-inf", "nan".
-nlohmann::json num(double v) {
-  if (std::isfinite(v)) return v;
-  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-}
-
-nlohmann::json point_json(const ComparePoint& p) {
-  nlohmann::json j{{"index", p.index}, {"expected", num(p.expected)}, {"expected_rounded", num(p.expected_rounded)},
-                   {"got", num(p.got)}, {"abs_err", num(p.abs_err)}, {"rel_err", num(p.rel_err)},
-                   {"allowed", num(p.allowed)}};
-  if (p.poison) j["poison"] = true;
-  if (p.interval) j["accepted"] = {num(p.accepted_lo), num(p.accepted_hi)};
-  if (!p.where.empty()) j["where"] = p.where;
-  return j;
-}
-}  // namespace
-
-nlohmann::json to_json(const CompareResult& r) {
-  const CompareMetrics& m = r.metrics;
-  nlohmann::json j{{"name", r.name},
-                   {"check", r.standard},
-                   {"passed", r.passed},
-                   {"message", r.message},
-                   {"metrics",
-                    {{"elements", m.elements},
-                     {"compared", m.compared},
-                     {"mismatches", m.mismatches},
-                     {"poison_left", m.poison_left},
-                     {"max_abs", num(m.max_abs)},
-                     {"max_rel", num(m.max_rel)},
-                     {"mere", num(m.mere)},
-                     {"mare", num(m.mare)},
-                     {"rmse", num(m.rmse)},
-                     {"determined", m.determined},
-                     {"error_balance", m.error_balance},
-                     {"balance_pos", m.balance_pos},
-                     {"balance_neg", m.balance_neg},
-                     {"balance_away", m.balance_away},
-                     {"balance_toward", m.balance_toward},
-                     {"balance_limit", num(m.balance_limit)},
-                     {"cosine", num(m.cosine)},
-                     {"max_ulp", num(m.max_ulp)},
-                     {"budget_used", num(m.budget_used)},
-                     {"ulp_hist", m.ulp_hist}}}};
-  if (!r.first_failures.empty()) {
-    for (const auto& p : r.first_failures) j["first_failures"].push_back(point_json(p));
-  }
-  if (!r.worst.empty()) {
-    for (const auto& p : r.worst) j["worst"].push_back(point_json(p));
-  }
-  return j;
 }
 
 }  // namespace opgate

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "core/dtype.h"
 #include "core/tensor.h"
 
@@ -144,8 +142,5 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
 std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor& expected,
                                          const Tensor& got, const Tensor& magnitude,
                                          const Tensor& care, const CompareResult* original = nullptr);
-
-nlohmann::json to_json(const CompareResult& r);
-nlohmann::json to_json(const OutputCheck& c);
 
 }  // namespace opgate

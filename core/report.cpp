@@ -24,9 +24,6 @@
 namespace opgate {
 namespace {
 
-constexpr const char* kVerdictNames[kVerdictCount] = {
-    "PASSED", "FAILED", "MISTRUSTED", "SKIPPED", "EXPECTED_REJECT", "INVALID_CASE", "BACKEND_ERROR",
-    "TIMEOUT", "CRASHED"};
 constexpr size_t kSummaryFailures = 10;
 
 std::string xml_escape(const std::string& s) {
@@ -50,80 +47,6 @@ std::string xml_escape(const std::string& s) {
 }
 
 }  // namespace
-
-const char* verdict_name(Verdict v) { return kVerdictNames[static_cast<size_t>(v)]; }
-
-Expected<Verdict> parse_verdict(const std::string& name) {
-  for (size_t i = 0; i < kVerdictCount; ++i) {
-    if (name == kVerdictNames[i]) return static_cast<Verdict>(i);
-  }
-  return parse_error(fmt::format("unknown verdict '{}'", name));
-}
-
-bool verdict_fails(Verdict v, bool strict) {
-  switch (v) {
-    case Verdict::kFailed:
-    case Verdict::kInvalidCase:
-    case Verdict::kBackendError:
-    case Verdict::kTimeout:
-    case Verdict::kCrashed: return true;
-    case Verdict::kMistrusted: return strict;
-    default: return false;
-  }
-}
-
-nlohmann::json to_json(const CaseResult& r) {
-  nlohmann::json j{{"id", r.id},
-                   {"op", r.op},
-                   {"tier", r.tier},
-                   {"backend", r.backend},
-                   {"verdict", verdict_name(r.verdict)},
-                   {"reason", r.reason},
-                   {"repro", r.repro},
-                   {"repeats", r.repeats},
-                   {"determinism_checked", r.determinism_checked},
-                   {"ms", {{"fill", r.fill_ms}, {"reference", r.reference_ms}, {"device", r.device_ms},
-                           {"total", r.total_ms}}},
-                   {"outputs", r.outputs}};
-  if (!r.warnings.empty()) j["warnings"] = r.warnings;
-  if (!r.case_json.is_null()) j["case"] = r.case_json;
-  return j;
-}
-
-Expected<CaseResult> case_result_from_json(const nlohmann::json& j) {
-  try {
-    CaseResult r;
-    r.id = j.at("id").get<std::string>();
-    r.op = j.value("op", "");
-    r.tier = j.value("tier", "");
-    r.backend = j.value("backend", "");
-    OPGATE_ASSIGN_OR_RETURN(r.verdict, parse_verdict(j.at("verdict").get<std::string>()));
-    r.reason = j.value("reason", "");
-    r.repro = j.value("repro", "");
-    // Checked before conversion: a float like 1e300 converted to int is undefined behaviour.
-    if (j.contains("repeats")) {
-      const auto& rep = j["repeats"];
-      if (!rep.is_number_integer() || rep.get<int64_t>() < 1 || rep.get<int64_t>() > 1000000) {
-        return parse_error(fmt::format("case result '{}': field 'repeats': expected an integer in [1, 1000000], got {}",
-                                       r.id, rep.dump()));
-      }
-      r.repeats = static_cast<int>(rep.get<int64_t>());
-    }
-    r.determinism_checked = j.value("determinism_checked", false);
-    if (j.contains("ms")) {
-      r.fill_ms = j["ms"].value("fill", 0.0);
-      r.reference_ms = j["ms"].value("reference", 0.0);
-      r.device_ms = j["ms"].value("device", 0.0);
-      r.total_ms = j["ms"].value("total", 0.0);
-    }
-    r.outputs = j.value("outputs", nlohmann::json::array());
-    if (j.contains("warnings")) r.warnings = j["warnings"].get<std::vector<std::string>>();
-    if (j.contains("case")) r.case_json = j["case"];
-    return r;
-  } catch (const nlohmann::json::exception& e) {
-    return parse_error(fmt::format("case result: {}", e.what()));
-  }
-}
 
 int gate_exit_code(const VerdictCounts& counts, bool strict) {
   for (size_t i = 0; i < kVerdictCount; ++i) {

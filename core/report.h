@@ -1,4 +1,4 @@
-// Verdicts, per-case results and the report writers: summary.txt, results.jsonl (appended as each
+// The report writers: summary.txt, results.jsonl (appended as each
 // case finishes), failed/<id>.json, junit.xml and report.html (DESIGN.md §7, style-and-layout.md B8).
 #pragma once
 
@@ -11,46 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/result.h"
+#include "core/result_json.h"
 #include "core/status.h"
 
 namespace opgate {
-
-enum class Verdict {
-  kPassed,
-  kFailed,
-  kMistrusted,      // passed, but a perturbed output would have passed too (vacuous)
-  kSkipped,         // the backend does not support the case
-  kExpectedReject,  // invalid call rejected with the documented code
-  kInvalidCase,     // the case file is wrong
-  kBackendError,
-  kTimeout,
-  kCrashed,
-};
-constexpr size_t kVerdictCount = 9;
-
-const char* verdict_name(Verdict v);
-Expected<Verdict> parse_verdict(const std::string& name);
-// FAILED, BACKEND_ERROR, INVALID_CASE, TIMEOUT and CRASHED fail a gate (MISTRUSTED with --strict).
-bool verdict_fails(Verdict v, bool strict);
-
-struct CaseResult {
-  std::string id;
-  std::string op;
-  std::string tier;
-  std::string backend;
-  Verdict verdict = Verdict::kPassed;
-  std::string reason;               // one line: why this verdict
-  std::string repro;                // one-line command that reruns the case
-  nlohmann::json outputs = nlohmann::json::array();  // CompareResult JSON per output
-  nlohmann::json case_json;         // the case itself (for failed/<id>.json and `opgate repro`)
-  std::vector<std::string> warnings;  // findings that do not change the verdict (Backend::take_warnings)
-  int repeats = 1;
-  bool determinism_checked = false;
-  double fill_ms = 0, reference_ms = 0, device_ms = 0, total_ms = 0;
-};
-
-nlohmann::json to_json(const CaseResult& r);
-Expected<CaseResult> case_result_from_json(const nlohmann::json& j);
 
 using VerdictCounts = std::array<int64_t, kVerdictCount>;
 int gate_exit_code(const VerdictCounts& counts, bool strict);

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "core/result_json.h"
+
 namespace opgate {
 namespace {
 
@@ -35,15 +37,14 @@ const char* verdict_color(Verdict v) {
 
 // Bars of the 8 ULP buckets on a log scale, so a single outlier next to millions of exact
 // elements stays visible.
-std::string ulp_svg(const nlohmann::json& hist) {
+std::string ulp_svg(const std::array<int64_t, 8>& hist) {
   static const char* kLabels[] = {"0", "1", "2", "3-4", "5-8", "9-16", "17-64", ">64"};
-  if (!hist.is_array() || hist.size() != 8) return "";
   double max_log = 0;
-  for (const auto& h : hist) max_log = std::max(max_log, std::log10(1.0 + h.get<double>()));
+  for (int64_t h : hist) max_log = std::max(max_log, std::log10(1.0 + static_cast<double>(h)));
   if (max_log == 0) return "";
   std::string svg = "<svg width=\"248\" height=\"64\" role=\"img\">";
   for (size_t i = 0; i < 8; ++i) {
-    const double n = hist[i].get<double>();
+    const double n = static_cast<double>(hist[i]);
     const double h = 44 * std::log10(1.0 + n) / max_log;
     svg += fmt::format(
         "<rect x=\"{}\" y=\"{:.1f}\" width=\"26\" height=\"{:.1f}\" fill=\"{}\"><title>{} ulp: {}</title></rect>"
@@ -53,29 +54,22 @@ std::string ulp_svg(const nlohmann::json& hist) {
   return svg + "</svg>";
 }
 
-std::string metric(const nlohmann::json& m, const char* key) {
-  if (!m.contains(key)) return "";
-  const auto& v = m[key];
-  return v.is_number() ? fmt::format("{:.3g}", v.get<double>()) : esc(v.dump());
-}
+// Three significant digits; a non-finite value as results.jsonl writes it.
+std::string metric(double v) { return std::isfinite(v) ? fmt::format("{:.3g}", v) : esc(number_text(v)); }
 
-std::string count(const nlohmann::json& m, const char* key) {
-  if (!m.contains(key) || !m[key].is_number()) return "?";
-  return fmt::format("{}", m[key].get<double>());
-}
+std::string count(int64_t n) { return fmt::format("{}", static_cast<double>(n)); }
 
 // The determined elements and the error-balance counts: with the limit both differences must stay
 // within when the gate judged the output (a finite limit above 0), else "not judged" (a limit of 0:
 // no balance cluster; infinity, serialized as "inf": too few clusters for the bound to ever fail).
-std::string determined_and_balance(const nlohmann::json& m) {
-  std::string s = fmt::format("det {} of {}", count(m, "determined"), count(m, "compared"));
-  if (!m.contains("balance_limit")) return s;
-  const auto& limit = m["balance_limit"];
-  const bool judged = limit.is_number() && std::isfinite(limit.get<double>()) && limit.get<double>() > 0;
-  const std::string counts = fmt::format("+{}/&minus;{}, away {}/toward {}", count(m, "balance_pos"),
-                                         count(m, "balance_neg"), count(m, "balance_away"), count(m, "balance_toward"));
-  if (judged) return s + fmt::format("; balance {}, limit {}", counts, metric(m, "balance_limit"));
-  if (limit.is_string() || (limit.is_number() && limit.get<double>() != 0)) {
+std::string determined_and_balance(const CompareMetrics& m) {
+  std::string s = fmt::format("det {} of {}", count(m.determined), count(m.compared));
+  const double limit = m.balance_limit;
+  const bool judged = std::isfinite(limit) && limit > 0;
+  const std::string counts = fmt::format("+{}/&minus;{}, away {}/toward {}", count(m.balance_pos),
+                                         count(m.balance_neg), count(m.balance_away), count(m.balance_toward));
+  if (judged) return s + fmt::format("; balance {}, limit {}", counts, metric(limit));
+  if (limit != 0) {
     return s + fmt::format("; balance {}, not judged (too few clusters)", counts);
   }
   return s;
@@ -114,13 +108,12 @@ std::string render_html_report(const nlohmann::json& run_info, const std::vector
     if (verdict_fails(r->verdict, true)) html += fmt::format("<br><code>{}</code>", esc(r->repro));
     html += "</td><td>";
     for (const auto& o : r->outputs) {
-      const auto& m = o.contains("metrics") ? o["metrics"] : nlohmann::json::object();
+      const CompareResult& c = o.compare;
+      const CompareMetrics& m = c.metrics;
       html += fmt::format("<div><b>{}</b> {} {}: abs {} rel {} mere {} rmse {} cos {} eb {}<br><small>{}</small><br>{}</div>",
-                          esc(o.value("name", "?")), esc(o.value("check", "?")),
-                          o.value("passed", true) ? "ok" : "<b style=\"color:#c62828\">FAIL</b>", metric(m, "max_abs"),
-                          metric(m, "max_rel"), metric(m, "mere"), metric(m, "rmse"), metric(m, "cosine"),
-                          metric(m, "error_balance"), determined_and_balance(m),
-                          ulp_svg(m.value("ulp_hist", nlohmann::json())));
+                          esc(c.name), esc(c.standard), c.passed ? "ok" : "<b style=\"color:#c62828\">FAIL</b>",
+                          metric(m.max_abs), metric(m.max_rel), metric(m.mere), metric(m.rmse), metric(m.cosine),
+                          metric(m.error_balance), determined_and_balance(m), ulp_svg(m.ulp_hist));
     }
     html += fmt::format("</td><td>{:.1f}</td></tr>", r->total_ms);
   }

@@ -248,9 +248,7 @@ CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt) {
     } else if (opt.vacuity && vacuous.empty()) {
       if (auto why = vacuity_check(check, exp, dev, mag, care, &cr)) vacuous = *why;
     }
-    nlohmann::json cj = to_json(cr);
-    cj["plan"] = to_json(check);
-    r.outputs.push_back(cj);
+    r.outputs.push_back(OutputResult{check, std::move(cr)});
   }
   if (!failed_outputs.empty()) {
     std::string reason;
@@ -328,17 +326,16 @@ CaseResult run_case_isolated(const Case& c, Backend& backend, const RunOptions& 
 std::string describe_result(const CaseResult& r, int max_points) {
   std::string out;
   for (const auto& o : r.outputs) {
-    if (o.value("passed", true)) continue;
-    out += fmt::format("  output {} ({}): {}\n", o.value("name", "?"), o.value("check", "?"), o.value("message", ""));
-    const auto& points = o.contains("worst") ? o["worst"] : nlohmann::json::array();
+    const CompareResult& c = o.compare;
+    if (c.passed) continue;
+    out += fmt::format("  output {} ({}): {}\n", c.name, c.standard, c.message);
     int n = 0;
-    for (const auto& p : points) {
+    for (const ComparePoint& p : c.worst) {
       if (n++ >= max_points) break;
       out += fmt::format("    {:<28} {:<40} expected {} (as dtype {}) got {} diff {} allowed {}{}\n",
-                         p.value("index", nlohmann::json::array()).dump(), p.value("where", ""),
-                         p.value("expected", nlohmann::json()).dump(), p.value("expected_rounded", nlohmann::json()).dump(),
-                         p.value("got", nlohmann::json()).dump(), p.value("abs_err", nlohmann::json()).dump(),
-                         p.value("allowed", nlohmann::json()).dump(), p.value("poison", false) ? " [poison]" : "");
+                         nlohmann::json(p.index).dump(), p.where, number_text(p.expected),
+                         number_text(p.expected_rounded), number_text(p.got), number_text(p.abs_err),
+                         number_text(p.allowed), p.poison ? " [poison]" : "");
     }
   }
   return out;

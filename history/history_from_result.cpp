@@ -35,15 +35,15 @@ HistoryCase history_case_from_result(const CaseResult& r) {
   c.duration_ms = r.total_ms;
   for (const auto& o : r.outputs) {
     HistoryOutput out;
-    out.name = o.value("name", "");
-    out.check = o.value("check", "");
-    out.passed = o.value("passed", true);
+    out.name = o.compare.name;
+    out.check = o.compare.standard;
+    out.passed = o.compare.passed;
     out.budget_used = std::numeric_limits<double>::quiet_NaN();
-    if (o.contains("metrics") && o["metrics"].is_object()) {
-      for (const auto& [key, value] : o["metrics"].items()) {
-        double v = 0;
-        if (metric_value(value, &v)) out.metrics[key] = v;
-      }
+    // The scalar metrics under their results.jsonl names, through the one serializer.
+    const nlohmann::json metrics = to_json(o.compare.metrics);
+    for (const auto& [key, value] : metrics.items()) {
+      double v = 0;
+      if (metric_value(value, &v)) out.metrics[key] = v;
     }
     if (const auto it = out.metrics.find("budget_used"); it != out.metrics.end()) {
       out.budget_used = it->second;

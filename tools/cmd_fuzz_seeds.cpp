@@ -113,7 +113,10 @@ std::vector<std::string> results_seeds() {
   CaseResult failed = passed;
   failed.verdict = Verdict::kFailed;
   failed.reason = "gradScalesOut: 1 of 8 compared elements outside bound";
-  failed.outputs = nlohmann::json::array({{{"name", "gradScalesOut"}, {"passed", false}}});
+  OutputResult output;
+  output.plan.name = output.compare.name = "gradScalesOut";
+  output.compare.passed = false;
+  failed.outputs.push_back(output);
   failed.case_json = {{"id", passed.id}, {"op", passed.op}, {"params", {{"R", 4}}}};
   const std::string a = to_json(passed).dump(), b = to_json(failed).dump();
   return {a + "\n", a + "\n" + b + "\n", b + "\n" + b.substr(0, b.size() / 2)};

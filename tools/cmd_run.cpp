@@ -90,10 +90,9 @@ std::string default_out_dir(const std::string& root, const std::string& backend,
 std::string headline(const CaseResult& r) {
   std::string s;
   for (const auto& o : r.outputs) {
-    if (o.value("check", "") == "undefined") continue;
-    const auto& m = o["metrics"];
-    s += fmt::format("{}{} {} ulp<={}", s.empty() ? "" : ", ", o.value("name", "?"), o.value("check", "?"),
-                     m.value("max_ulp", nlohmann::json(0)).dump());
+    const CompareResult& c = o.compare;
+    if (c.standard == "undefined") continue;
+    s += fmt::format("{}{} {} ulp<={}", s.empty() ? "" : ", ", c.name, c.standard, number_text(c.metrics.max_ulp));
   }
   return s;
 }
@@ -427,12 +426,13 @@ void add_repro(CLI::App& app, int& exit_code) {
     }
     fmt::print("case {}\n{}\n", chosen->id, dump);
     for (const auto& o : r.outputs) {
-      fmt::print("\noutput {}: {} — {}\n  plan: {}\n  metrics: {}\n", o.value("name", "?"), o.value("check", "?"),
-                 o.value("message", ""), o.value("plan", nlohmann::json()).dump(), o["metrics"].dump());
-      for (const char* key : {"first_failures", "worst"}) {
-        if (!o.contains(key)) continue;
+      const CompareResult& c = o.compare;
+      fmt::print("\noutput {}: {} — {}\n  plan: {}\n  metrics: {}\n", c.name, c.standard, c.message,
+                 to_json(o.plan).dump(), to_json(c.metrics).dump());
+      for (const auto& [key, points] : {std::pair{"first_failures", &c.first_failures}, {"worst", &c.worst}}) {
+        if (points->empty()) continue;
         fmt::print("  {}:\n", key);
-        for (const auto& p : o[key]) fmt::print("    {}\n", p.dump());
+        for (const auto& p : *points) fmt::print("    {}\n", to_json(p).dump());
       }
     }
     fmt::print("\n{} {}: {}\n", verdict_name(r.verdict), r.id, r.reason);

@@ -23,8 +23,11 @@ CaseResult result(const std::string& id, Verdict v, double budget = 0.0, const s
   r.tier = tier;
   r.verdict = v;
   r.reason = std::string("reason of ") + id;
-  r.outputs = nlohmann::json::array(
-      {{{"name", "y"}, {"passed", v != Verdict::kFailed}, {"metrics", {{"budget_used", budget}}}}});
+  OutputResult y;
+  y.compare.name = "y";
+  y.compare.passed = v != Verdict::kFailed;
+  y.compare.metrics.budget_used = budget;
+  r.outputs = {y};
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/compare.h"
+#include "core/result_json.h"
 
 namespace opgate {
 namespace {
