@@ -77,9 +77,11 @@ Expected<std::string> read_if_present(const std::string& path) {
 }
 
 // read_results on the text of `path`.
-Expected<std::vector<CaseResult>> parse_results(const std::string& text, const std::string& path) {
-  std::vector<CaseResult> out;
-  std::map<std::string, int64_t> line_of;  // case id -> its line, for second results
+// The non-blank lines of a results.jsonl as JSON, with their line numbers. The whole file is read
+// as JSON within its limits before any line is read as a result, so the file's limits are checked
+// first, however early a malformed result comes.
+Expected<std::vector<std::pair<int64_t, nlohmann::json>>> parse_lines(const std::string& text, const std::string& path) {
+  std::vector<std::pair<int64_t, nlohmann::json>> lines;
   JsonBudget budget{kMaxResultsValues, "results.jsonl limit (4 Mi values in the file)"};
   size_t start = 0;
   for (int64_t n = 1; start < text.size(); ++n) {
@@ -95,13 +97,25 @@ Expected<std::vector<CaseResult>> parse_results(const std::string& text, const s
       if (!complete) break;
       return j.status();
     }
-    auto r = case_result_from_json(*j);
+    lines.emplace_back(n, std::move(*j));
+  }
+  return lines;
+}
+
+// read_results on the text of `path`.
+Expected<std::vector<CaseResult>> parse_results(const std::string& text, const std::string& path) {
+  OPGATE_ASSIGN_OR_RETURN(auto lines, parse_lines(text, path));
+  std::vector<CaseResult> out;
+  std::map<std::string, int64_t> line_of;  // case id -> its line, for second results
+  for (auto& [n, j] : lines) {
+    auto r = case_result_from_json(j);
     if (!r) return r.status().with_context(fmt::format("{}: line {}", path, n));
     if (auto [at, fresh] = line_of.emplace(r->id, n); !fresh) {
       return parse_error(fmt::format("{}: line {}: second result for case '{}' (first at line {}): two runs wrote "
                                      "this report at once; run it again into an empty folder",
                                      path, n, r->id, at->second));
     }
+    j = nlohmann::json();  // its DOM is no longer needed
     out.push_back(std::move(*r));
   }
   return out;
