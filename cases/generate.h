@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/case.h"
-#include "core/op_registry.h"
+#include "cases/registry.h"
 
 namespace opgate {
 

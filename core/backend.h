@@ -39,10 +39,4 @@ class Backend {
   virtual std::vector<std::string> take_warnings() { return {}; }
 };
 
-// "emu", "fault:<defect>" or "ascend". Unknown names or defects are kParseError naming them;
-// an unavailable device is kUnsupported with the exact reason.
-Expected<std::unique_ptr<Backend>> make_backend(const std::string& name);
-// Every defect of the fault backend, across operators.
-std::vector<DefectInfo> all_defects();
-
 }  // namespace opgate

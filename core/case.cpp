@@ -12,7 +12,6 @@
 #include "core/fill_override.h"
 #include "core/json_read.h"
 #include "core/npy.h"
-#include "core/op_registry.h"
 
 namespace opgate {
 namespace {
@@ -112,7 +111,7 @@ Expected<FillMode> parse_fill_mode(const std::string& name) {
 }
 
 Expected<Case> parse_case(const nlohmann::json& j, const std::string& origin, const std::string& file_op,
-                          const nlohmann::json& defaults) {
+                          const nlohmann::json& defaults, const OpNames& ops) {
   if (!j.is_object()) return parse_error(fmt::format("{}: a case must be a JSON object", origin));
   Case c;
   if (!j.contains("id") || !j["id"].is_string() || j["id"].get<std::string>().empty()) {
@@ -127,10 +126,10 @@ Expected<Case> parse_case(const nlohmann::json& j, const std::string& origin, co
     if (!j["op"].is_string()) return parse_error(where + ": field 'op': not a string");
     c.op = j["op"].get<std::string>();
   }
-  const OpInfo* info = find_op(c.op);
+  const OpInfo* info = ops.find(c.op);
   if (info == nullptr) {
     return parse_error(fmt::format("{}: field 'op': unknown operator '{}' (known: {})", where,
-                                   c.op.empty() ? "<missing>" : c.op, known_ops_text()));
+                                   c.op.empty() ? "<missing>" : c.op, ops.known()));
   }
   c.op = info->stem;
   c.params = defaults.is_object() ? defaults : nlohmann::json::object();
@@ -184,11 +183,12 @@ Expected<Case> parse_case(const nlohmann::json& j, const std::string& origin, co
   return c;
 }
 
-Expected<std::vector<Case>> parse_cases_text(const std::string& text, const std::string& origin) {
+Expected<std::vector<Case>> parse_cases_text(const std::string& text, const std::string& origin,
+                                             const OpNames& ops) {
   OPGATE_ASSIGN_OR_RETURN(nlohmann::json doc, parse_json_bounded(text, origin));
   std::vector<Case> out;
   if (doc.is_object() && !doc.contains("cases")) {  // a single case (failed/<id>.json, repro text)
-    OPGATE_ASSIGN_OR_RETURN(Case c, parse_case(doc, origin, "", nlohmann::json::object()));
+    OPGATE_ASSIGN_OR_RETURN(Case c, parse_case(doc, origin, "", nlohmann::json::object(), ops));
     c.source = origin;  // later errors (params, size) name the file too
     out.push_back(std::move(c));
     return out;
@@ -199,9 +199,9 @@ Expected<std::vector<Case>> parse_cases_text(const std::string& text, const std:
   if (doc.contains("op")) {
     if (!doc["op"].is_string()) return parse_error(origin + ": field 'op': not a string");
     file_op = doc["op"].get<std::string>();
-    if (find_op(file_op) == nullptr) {
+    if (ops.find(file_op) == nullptr) {
       return parse_error(fmt::format("{}: field 'op': unknown operator '{}' (known: {})", origin, file_op,
-                                     known_ops_text()));
+                                     ops.known()));
     }
   }
   nlohmann::json defaults = nlohmann::json::object();
@@ -216,7 +216,7 @@ Expected<std::vector<Case>> parse_cases_text(const std::string& text, const std:
   const auto& list = doc["cases"];
   std::unordered_map<std::string, size_t> first_at;  // id -> index, for duplicates
   for (size_t n = 0; n < list.size(); ++n) {
-    OPGATE_ASSIGN_OR_RETURN(Case c, parse_case(list[n], fmt::format("{}: cases[{}]", origin, n), file_op, defaults));
+    OPGATE_ASSIGN_OR_RETURN(Case c, parse_case(list[n], fmt::format("{}: cases[{}]", origin, n), file_op, defaults, ops));
     c.source = origin;
     c.index = static_cast<int>(n);
     c.tier = tier;
@@ -231,9 +231,9 @@ Expected<std::vector<Case>> parse_cases_text(const std::string& text, const std:
   return out;
 }
 
-Expected<std::vector<Case>> load_case_file(const std::string& path) {
+Expected<std::vector<Case>> load_case_file(const std::string& path, const OpNames& ops) {
   OPGATE_ASSIGN_OR_RETURN(std::string text, read_file_bounded(path, kMaxJsonBytes, "case file"));
-  return parse_cases_text(text, path);
+  return parse_cases_text(text, path, ops);
 }
 
 nlohmann::json case_to_json(const Case& c) {
@@ -247,13 +247,8 @@ nlohmann::json case_to_json(const Case& c) {
   return j;
 }
 
-Expected<std::unique_ptr<Problem>> make_problem(const Case& c) {
-  const OpInfo* info = find_op(c.op);
-  if (info == nullptr) {
-    return parse_error(
-        fmt::format("{}: field 'op': unknown operator '{}' (known: {})", case_where(c), c.op, known_ops_text()));
-  }
-  auto p = info->parse(c.params, c.tensors);
+Expected<std::unique_ptr<Problem>> make_problem(const OpInfo& op, const Case& c) {
+  auto p = op.parse(c.params, c.tensors);
   if (!p) return name_default_key(p.status(), c).with_context(case_where(c));
   // Per-tensor fills are checked against the call's dtypes here, before any run writes a report.
   if (Status st = check_fill_overrides(c.tensors, (*p)->specs()); !st.is_ok()) return st.with_context(case_where(c));

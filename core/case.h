@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/op_registry.h"
 #include "core/problem.h"
 #include "core/status.h"
 
@@ -37,19 +40,26 @@ struct Case {
 Status check_case_id(const std::string& id);
 // "<file>: cases[<i>]: case '<id>'", the prefix of every error about a loaded case.
 std::string case_where(const Case& c);
+// How case loading resolves operator names. Core knows no operator: the registry's layer passes
+// its lookup (cases/registry.h, which also has the overloads below without this argument).
+struct OpNames {
+  std::function<const OpInfo*(std::string_view)> find;  // stem, aclnn or short name; nullptr if unknown
+  std::function<std::string()> known;                   // "a, b, c" of the stems, for errors
+};
 // Loads a whole case file; the op of every case must be known.
-Expected<std::vector<Case>> load_case_file(const std::string& path);
+Expected<std::vector<Case>> load_case_file(const std::string& path, const OpNames& ops);
 // Parses one case object (as in a case file, or a failed/<id>.json), strictly.
-Expected<Case> parse_case(const nlohmann::json& j, const std::string& origin,
-                          const std::string& file_op, const nlohmann::json& defaults);
+Expected<Case> parse_case(const nlohmann::json& j, const std::string& origin, const std::string& file_op,
+                          const nlohmann::json& defaults, const OpNames& ops);
 // Parses the text of a case file or a single case object (for `opgate repro`).
-Expected<std::vector<Case>> parse_cases_text(const std::string& text, const std::string& origin);
+Expected<std::vector<Case>> parse_cases_text(const std::string& text, const std::string& origin,
+                                             const OpNames& ops);
 // The case as a case file would hold it (every key explicit).
 nlohmann::json case_to_json(const Case& c);
-// Builds the operator problem for a case (strict params parse + overrides); errors name the case.
+// Builds the problem of `op` for a case (strict params parse + overrides); errors name the case.
 // A valid call whose tensors need more than max_case_bytes() is refused here (kInvalidCase), the
 // one place every entry point passes before filling, so no command ever attempts the allocation.
-Expected<std::unique_ptr<Problem>> make_problem(const Case& c);
+Expected<std::unique_ptr<Problem>> make_problem(const OpInfo& op, const Case& c);
 
 // Host memory a case may need, --max-case-bytes. Default: a quarter of physical memory, so one
 // case (or one case child of a run) can never push the machine into swap or the OOM killer, while

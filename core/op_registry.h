@@ -1,5 +1,5 @@
-// The operator registry: one OpInfo per stem in OPGATE_OPS. Declared here, filled by
-// cases/registry.cpp from the generated op list (core names no operator).
+// What the registry records of one operator (OpInfo). The registry itself (all_ops, find_op) is
+// cases/registry.h, filled from the generated op list: core names no operator.
 #pragma once
 
 #include <functional>
@@ -29,11 +29,5 @@ struct OpInfo {
   // One generated params object (the operator's generator over a Chooser).
   std::function<nlohmann::json(Chooser&)> generate;
 };
-
-const std::vector<OpInfo>& all_ops();
-// By stem, aclnn name or short name; nullptr if unknown.
-const OpInfo* find_op(std::string_view name);
-// "a, b, c" of the known stems, for error messages.
-std::string known_ops_text();
 
 }  // namespace opgate

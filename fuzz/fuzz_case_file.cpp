@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "core/case.h"
+#include "cases/registry.h"
 #include "fuzz/op_target.h"
 
 namespace {

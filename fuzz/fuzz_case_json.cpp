@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/case.h"
-#include "core/op_registry.h"
+#include "cases/registry.h"
 #include "fuzz/op_target.h"
 
 namespace {

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/case.h"
-#include "core/golden.h"
+#include "harness/golden.h"
 #include "fuzz/op_target.h"
 
 namespace {

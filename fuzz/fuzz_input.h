@@ -13,7 +13,7 @@
 
 #include "cases/chooser.h"
 #include "core/case.h"
-#include "core/op_registry.h"
+#include "cases/registry.h"
 #include "core/rng.h"
 
 namespace opgate::fuzz {

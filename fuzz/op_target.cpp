@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "core/backend.h"
-#include "core/op_registry.h"
-#include "core/runner.h"
+#include "harness/backends.h"
+#include "cases/registry.h"
+#include "harness/runner.h"
 #include "fuzz/fuzz_input.h"
 
 namespace opgate::fuzz {

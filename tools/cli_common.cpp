@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "core/npy.h"
-#include "core/op_registry.h"
+#include "cases/registry.h"
 #include "core/rng.h"
 
 namespace opgate::cli {

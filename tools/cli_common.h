@@ -11,7 +11,7 @@
 
 #include "core/baseline.h"
 #include "core/case.h"
-#include "core/op_registry.h"
+#include "cases/registry.h"
 #include "core/status.h"
 
 namespace opgate::cli {

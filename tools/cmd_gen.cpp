@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include "cases/generate.h"
-#include "cases/shrink.h"
+#include "harness/shrink.h"
 #include "core/npy.h"
-#include "core/op_registry.h"
+#include "cases/registry.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 

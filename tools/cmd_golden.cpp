@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "core/golden.h"
-#include "core/golden_folder.h"
-#include "core/op_registry.h"
+#include "harness/golden.h"
+#include "harness/golden_folder.h"
+#include "cases/registry.h"
 #include "core/version.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"

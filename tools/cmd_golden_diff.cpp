@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "core/golden_diff.h"
+#include "harness/golden_diff.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "core/backend.h"
-#include "core/op_registry.h"
+#include "cases/registry.h"
+#include "harness/backends.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 

@@ -12,9 +12,9 @@
 
 #include "cases/generate.h"
 #include "core/child_process.h"
-#include "core/golden.h"
-#include "core/op_registry.h"
-#include "core/runner.h"
+#include "harness/golden.h"
+#include "cases/registry.h"
+#include "harness/runner.h"
 #include "core/version.h"
 #include "history/history_record.h"
 #include "reference/math/shared_parallel.h"

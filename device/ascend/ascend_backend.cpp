@@ -74,14 +74,20 @@ class AscendBackend final : public Backend {
     j["soc_family"] = ascend::soc_family_name(soc_.family);
     j["libraries"] = libs_->describe();
     nlohmann::json ops = nlohmann::json::object();
-    for (const OpInfo& info : all_ops()) {
-      const auto it = bindings_.find(info.stem);
+    // Every operator of the build, from the generated op list (the registry lives above device/).
+    static const char* const kStems[] = {
+#define OPGATE_OP(stem) #stem,
+#include "opgate/op_list.inc"
+#undef OPGATE_OP
+    };
+    for (const std::string stem : kStems) {
+      const auto it = bindings_.find(stem);
       if (it == bindings_.end()) {
-        ops[info.stem] = {{"unavailable", no_marshalling(info.stem)}};
+        ops[stem] = {{"unavailable", no_marshalling(stem)}};
       } else if (!it->second.entry) {
-        ops[info.stem] = {{"unavailable", it->second.unavailable}};
+        ops[stem] = {{"unavailable", it->second.unavailable}};
       } else {
-        ops[info.stem] = {{"aclnn", it->second.entry->name}, {"library", it->second.entry->library}};
+        ops[stem] = {{"aclnn", it->second.entry->name}, {"library", it->second.entry->library}};
       }
     }
     j["ops"] = ops;

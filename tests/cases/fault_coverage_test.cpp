@@ -6,7 +6,7 @@
 #include "core/backend.h"
 #include "core/case.h"
 #include "core/op_registry.h"
-#include "core/runner.h"
+#include "harness/runner.h"
 
 namespace opgate {
 namespace {

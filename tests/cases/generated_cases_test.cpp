@@ -11,7 +11,7 @@
 #include "core/case.h"
 #include "core/op_registry.h"
 #include "cases/generate.h"
-#include "core/runner.h"
+#include "harness/runner.h"
 #include "tests/cases/rc_chooser.h"
 
 namespace opgate {

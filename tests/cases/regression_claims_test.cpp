@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/case.h"
-#include "core/op_registry.h"
+#include "cases/registry.h"
 #include "tests/cases/regression_claims.h"
 
 namespace opgate::regression_claims {

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/case.h"
+#include "cases/registry.h"
 
 namespace opgate {
 namespace {

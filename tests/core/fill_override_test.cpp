@@ -2,6 +2,8 @@
 // IEEE layouts (sign | exponent | mantissa), their values against ldexp, value lists, and errors.
 #include "core/fill_override.h"
 
+#include "cases/registry.h"
+
 #include "core/case.h"
 
 #include <cmath>

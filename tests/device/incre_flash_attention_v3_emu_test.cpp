@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/case.h"
+#include "cases/registry.h"
 #include "tests/device/incre_flash_attention_v3_testing.h"
 
 namespace opgate::emu::incre_flash_attention_v3 {

@@ -1,7 +1,8 @@
 // make_backend: the backend names users type (emu, fault:<defect>, ascend).
 #include <fmt/format.h>
 
-#include "core/backend.h"
+#include "harness/backends.h"
+
 #include "device/ascend/ascend_backend.h"
 #include "device/emu/emu_backend.h"
 

@@ -1,6 +1,6 @@
 // Golden folders on disk: computing a case's files, and loading a folder with every check of the
 // contract (digests, manifest fields, listed and unlisted files).
-#include "core/golden_folder.h"
+#include "harness/golden_folder.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -14,10 +14,10 @@
 #include <openssl/evp.h>
 
 #include "core/fill_override.h"
-#include "core/golden.h"
+#include "harness/golden.h"
 #include "core/json_read.h"
 #include "core/npy.h"
-#include "core/op_registry.h"
+#include "cases/registry.h"
 
 namespace opgate::golden_folder {
 namespace {

@@ -1,6 +1,6 @@
 // The runner pipeline against misbehaving backends: each kernel failure mode maps to its verdict,
 // and isolation turns crashes and hangs into CRASHED and TIMEOUT while the caller goes on.
-#include "core/runner.h"
+#include "harness/runner.h"
 
 #include <unistd.h>
 

@@ -5,7 +5,9 @@
 
 #include <string>
 
+#include "cases/registry.h"
 #include "core/backend.h"
+#include "harness/backends.h"
 #include "core/case.h"
 #include "core/report.h"
 

@@ -1,5 +1,5 @@
 // The per-case pipeline and its isolation in a child process.
-#include "core/runner.h"
+#include "harness/runner.h"
 
 #include <chrono>
 #include <cmath>
@@ -11,10 +11,10 @@
 
 #include "core/child_process.h"
 #include "core/fill_override.h"
-#include "core/golden.h"
+#include "harness/golden.h"
 #include "core/guard.h"
 #include "core/json_read.h"
-#include "core/op_registry.h"
+#include "cases/registry.h"
 
 namespace opgate {
 namespace {

@@ -7,11 +7,11 @@
 
 #include <fmt/format.h>
 
-#include "core/golden.h"
-#include "core/golden_folder.h"
+#include "harness/golden.h"
+#include "harness/golden_folder.h"
 #include "core/json_read.h"
 #include "core/npy.h"
-#include "core/op_registry.h"
+#include "cases/registry.h"
 
 namespace opgate {
 namespace {

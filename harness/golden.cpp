@@ -1,6 +1,6 @@
 // Golden folders: atomic regeneration, reading for `run --against golden`, listing, and the case a
 // folder is made from (golden-format.md). Verification is in golden_verify.cpp.
-#include "core/golden.h"
+#include "harness/golden.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "core/golden_folder.h"
+#include "harness/golden_folder.h"
 #include "core/json_read.h"
 #include "core/npy.h"
 

@@ -1,5 +1,5 @@
 // Greedy, cost-ordered shrinking of a failing case.
-#include "cases/shrink.h"
+#include "harness/shrink.h"
 
 #include <algorithm>
 #include <chrono>

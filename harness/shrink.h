@@ -8,7 +8,7 @@
 
 #include "core/backend.h"
 #include "core/case.h"
-#include "core/runner.h"
+#include "harness/runner.h"
 
 namespace opgate {
 

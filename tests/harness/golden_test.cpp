@@ -1,8 +1,8 @@
 // Golden folders made from a real smoke case, then damaged one way at a time: read_golden refuses
 // files that differ from their digest, verify_golden names each cause, and a run against golden
 // cross-checks the recomputed reference.
-#include "core/golden.h"
-#include "core/golden_folder.h"
+#include "harness/golden.h"
+#include "harness/golden_folder.h"
 
 #include <filesystem>
 #include <fstream>
@@ -12,7 +12,7 @@
 
 #include "core/backend.h"
 #include "core/npy.h"
-#include "core/runner.h"
+#include "harness/runner.h"
 
 namespace opgate {
 namespace {

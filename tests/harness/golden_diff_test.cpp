@@ -1,6 +1,6 @@
 // Golden diff on hand-built golden folders: which changes are found, their size in device ulps, and
 // which of them a float16 kernel comparison could see (hand arithmetic in each test).
-#include "core/golden_diff.h"
+#include "harness/golden_diff.h"
 
 #include <filesystem>
 #include <fstream>

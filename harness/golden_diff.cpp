@@ -1,6 +1,6 @@
 // Golden tree comparison: manifests say which tensors exist and their device dtypes; the .npy files
 // are compared element by element (bits for equality, values for the size of a change).
-#include "core/golden_diff.h"
+#include "harness/golden_diff.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
-#include "core/golden.h"
+#include "harness/golden.h"
 #include "core/json_read.h"
 #include "core/npy.h"
 
