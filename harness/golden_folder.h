@@ -1,6 +1,6 @@
 // The golden folder on disk, shared by regeneration, reading and verification (golden-format.md):
 // what a folder holds, computed from its case, and a folder loaded with every contract check.
-// Internal to core/golden*.cpp.
+// Internal to harness/golden*.cpp.
 #pragma once
 
 #include <map>

@@ -200,29 +200,119 @@ std::string resume_command(const RunFlags& f, const std::string& out) {
   return cmd;
 }
 
+// Every selected case prepared (problem, golden folder, repro line into `out`); a case that makes
+// no problem, or lacks a readable golden folder it needs, stops the run before anything is written.
+Expected<std::vector<PreparedCase>> prepare_all(const std::vector<Case>& cases, const RunFlags& f,
+                                                const RunOptions& opt, const std::string& out) {
+  std::vector<PreparedCase> prepared;
+  for (const Case& c : cases) {
+    PreparedCase pc = prepare_case(c, f.backend, opt, out);
+    if (!pc.problem) return pc.problem_error;
+    if (!pc.golden_error.is_ok()) return pc.golden_error.with_context(case_where(c));
+    prepared.push_back(std::move(pc));
+  }
+  return prepared;
+}
+
+// run.json: the run's settings and selection, which --resume and merge check.
+nlohmann::json run_info(const RunFlags& f, const Backend& backend, size_t cases) {
+  nlohmann::json info{{"harness_version", harness_version()},
+                      {"backend", backend.probe()},
+                      {"cases", cases},
+                      {"repeat", f.repeat},
+                      {"against", f.against}};
+  // What was selected: a resume must select the same cases.
+  nlohmann::json selection{{"tiers", f.sel.tiers.empty() && f.sel.files.empty() && f.generate == 0
+                                         ? std::vector<std::string>{"ci"}
+                                         : f.sel.tiers},
+                           {"files", absolute_paths(f.sel.files)},
+                           {"filter", f.sel.filter}};
+  std::vector<std::string> stems;
+  for (const auto& name : f.sel.ops) stems.push_back(resolve_op(name).value()->stem);  // resolved by the selection
+  selection["ops"] = stems;
+  if (f.generate > 0) selection.update({{"generate", f.generate}, {"seed", f.seed}, {"size", f.size}});
+  if (f.extreme_fills) selection["extreme_fills"] = true;
+  info["selection"] = selection;
+  // The shard, from --shard or the scheduler's variables (choose_shard), is what resume and merge check.
+  const auto shard = selected_shard(f.sel);  // already parsed by select_cases
+  if (shard && shard->second > 1) info["shard"] = fmt::format("{}/{}", shard->first, shard->second);
+  info["scheduler"] = scheduler_info(f.sel);
+  return info;
+}
+
+// One result on the terminal: the verdict line, and for failures the worst elements and the repro.
+void print_result(const CaseResult& r, size_t n, size_t total) {
+  fmt::print("[{:>4}/{}] {:<15} {:<48} {:>9.1f} ms  {}\n", n, total, verdict_name(r.verdict), r.id, r.total_ms,
+             verdict_fails(r.verdict, true) || r.verdict != Verdict::kPassed ? r.reason : headline(r));
+  if (verdict_fails(r.verdict, true)) fmt::print("{}    repro: {}\n", describe_result(r), r.repro);
+  for (const auto& w : r.warnings) fmt::print("    warning: {}\n", w);
+  std::fflush(stdout);
+}
+
+// Runs the cases the report does not hold yet, appending each result as it finishes (and recording
+// it into the history, with --history); stops early on SIGINT/SIGTERM.
+Status run_all(const std::vector<PreparedCase>& cases, Backend& backend, const RunOptions& opt, const RunFlags& f,
+               ReportWriter& writer) {
+  size_t n = 0;
+  for (const PreparedCase& pc : cases) {
+    ++n;
+    if (stop_signal() != 0) break;
+    if (writer.done_ids().count(pc.c.id)) continue;
+    CaseResult r = opt.isolate ? run_case_isolated(pc, backend, opt) : run_case(pc, backend, opt);
+    // An isolated case's child was killed by the stop: its verdict would be a lie. A case run in
+    // this process finished, so it is kept.
+    if (stop_signal() != 0 && opt.isolate) break;
+    if (!f.quiet || verdict_fails(r.verdict, true)) print_result(r, n, cases.size());
+    OPGATE_TRY(writer.append(r));
+    if (f.history_run) OPGATE_TRY(f.history_run->record(r));
+  }
+  return writer.finish();
+}
+
+// The exit code once the reports are written: the stop signal's, the gate's, or the baseline's.
+int conclude(const RunFlags& f, const ReportWriter& writer, size_t cases, const std::vector<CaseResult>& baseline,
+             const BaselineScope& scope) {
+  fmt::print("{}\nreport: {}\n", counts_line(writer.counts()), writer.dir());
+  if (const int sig = stop_signal(); sig != 0) {
+    std::fflush(stdout);
+    fmt::print(stderr, "opgate: stopped by {} with {} of {} cases done; the report holds them: {}\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", writer.done_ids().size(), cases, writer.dir());
+    fmt::print(stderr, "opgate: continue with: {}\n", resume_command(f, writer.dir()));
+    return 128 + sig;
+  }
+  if (f.baseline.path.empty()) return gate_exit_code(writer.counts(), f.strict);
+  BaselineFlags bf = f.baseline;
+  bf.options.strict = f.strict;
+  auto code = gate_against_baseline(baseline, bf, writer.dir(), scope);
+  if (!code) return fail(code.status());
+  return *code;
+}
+
+// The selected cases (from files or generated), or why there are none to run.
+Expected<std::vector<Case>> selected_cases(const RunFlags& f, const std::string& root, SelectionCounts& counts,
+                                           std::vector<std::string>& skipped) {
+  OPGATE_ASSIGN_OR_RETURN(auto cases, f.generate > 0 ? generated(f, &counts, &skipped) : select_cases(root, f.sel, &counts));
+  // Nothing to run is a mistake (a typo in --filter, an emptied file), unless other shards have it.
+  if (counts.matched == 0) {
+    return parse_error(f.generate > 0 ? fmt::format("no cases selected (none of the {} generated case(s) matches "
+                                                    "--filter '{}')", counts.loaded, f.sel.filter)
+                                      : no_cases_text(f.sel, counts));
+  }
+  return cases;
+}
+
 int run_cases(RunFlags& f) {
   if (f.extreme_fills && f.generate == 0) return fail(parse_error("--extreme-fills needs --generate N"));
   const std::string root = repo_root(f.root);
   SelectionCounts counts;
   std::vector<std::string> skipped;
-  auto cases = f.generate > 0 ? generated(f, &counts, &skipped) : select_cases(root, f.sel, &counts);
+  auto cases = selected_cases(f, root, counts, skipped);
   if (!cases) return fail(cases.status());
-  // Nothing to run is a mistake (a typo in --filter, an emptied file), unless other shards have it.
-  if (counts.matched == 0) {
-    return fail(parse_error(f.generate > 0 ? fmt::format("no cases selected (none of the {} generated case(s) matches "
-                                                         "--filter '{}')", counts.loaded, f.sel.filter)
-                                           : no_cases_text(f.sel, counts)));
-  }
+  const RunOptions opt = run_options(f, root);
+  const std::string out = f.out.empty() ? default_out_dir(root, f.backend, f.sel) : f.out;
   // Broken case files and golden folders stop the run before anything is written.
-  for (const Case& c : *cases) {
-    auto problem = make_problem(c);
-    if (!problem) return fail(problem.status());
-    if (f.against == "golden") {
-      const std::string root_golden = f.golden_root.empty() ? root + "/golden" : f.golden_root;
-      auto golden = read_golden(golden_case_dir(root_golden, c.op, c.id));
-      if (!golden && c.expect == 0) return fail(golden.status().with_context(case_where(c)));
-    }
-  }
+  auto prepared = prepare_all(*cases, f, opt, out);
+  if (!prepared) return fail(prepared.status());
   // A baseline that cannot be read stops the run before it starts, not after the night.
   std::vector<CaseResult> baseline;
   BaselineScope scope;
@@ -237,7 +327,6 @@ int run_cases(RunFlags& f) {
   auto backend = make_backend(f.backend);
   if (!backend) return fail(backend.status());
   if (f.resume && f.out.empty()) return fail(parse_error("--resume needs --out <the report folder to resume>"));
-  const std::string out = f.out.empty() ? default_out_dir(root, f.backend, f.sel) : f.out;
   if (!f.baseline.path.empty()) {
     if (auto st = check_out_is_not_baseline(out, f.baseline.path); !st.is_ok()) return fail(st);
   }
@@ -247,28 +336,7 @@ int run_cases(RunFlags& f) {
     if (!h) return fail(h.status());
     f.history_run = std::move(*h);
   }
-  const RunOptions opt = run_options(f, root);
-  nlohmann::json info{{"harness_version", harness_version()},
-                      {"backend", (*backend)->probe()},
-                      {"cases", cases->size()},
-                      {"repeat", f.repeat},
-                      {"against", f.against}};
-  // What was selected: a resume must select the same cases.
-  nlohmann::json selection{{"tiers", f.sel.tiers.empty() && f.sel.files.empty() && f.generate == 0
-                                         ? std::vector<std::string>{"ci"}
-                                         : f.sel.tiers},
-                           {"files", absolute_paths(f.sel.files)},
-                           {"filter", f.sel.filter}};
-  std::vector<std::string> stems;
-  for (const auto& name : f.sel.ops) stems.push_back(resolve_op(name).value()->stem);  // resolved above
-  selection["ops"] = stems;
-  if (f.generate > 0) selection.update({{"generate", f.generate}, {"seed", f.seed}, {"size", f.size}});
-  if (f.extreme_fills) selection["extreme_fills"] = true;
-  info["selection"] = selection;
-  // The shard, from --shard or the scheduler's variables (choose_shard), is what resume and merge check.
-  const auto shard = selected_shard(f.sel);  // already parsed by select_cases
-  if (shard && shard->second > 1) info["shard"] = fmt::format("{}/{}", shard->first, shard->second);
-  info["scheduler"] = scheduler_info(f.sel);
+  const nlohmann::json info = run_info(f, **backend, cases->size());
   if (const std::string line = shard_header(f.sel); !line.empty()) fmt::print("{}\n", line);
   auto writer = ReportWriter::open(out, info, f.resume);
   if (!writer) return fail(writer.status());
@@ -282,51 +350,12 @@ int run_cases(RunFlags& f) {
   install_stop_handlers();
   for (const auto& line : skipped) fmt::print("generate: {}\n", line);
   if (cases->empty()) {
+    const auto shard = selected_shard(f.sel);
     fmt::print("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
                "report\n", shard->first, shard->second, counts.matched);
   }
-  size_t n = 0;
-  for (const Case& c : *cases) {
-    ++n;
-    if (stop_signal() != 0) break;
-    if (writer->done_ids().count(c.id)) continue;
-    CaseResult r = opt.isolate ? run_case_isolated(c, **backend, opt) : run_case(c, **backend, opt);
-    // An isolated case's child was killed by the stop: its verdict would be a lie. A case run in
-    // this process finished, so it is kept.
-    if (stop_signal() != 0 && opt.isolate) break;
-    if (c.source.empty()) {
-      const auto at = r.repro.find("<report>");
-      if (at != std::string::npos) r.repro.replace(at, 8, out);
-    }
-    if (!f.quiet || verdict_fails(r.verdict, true)) {
-      fmt::print("[{:>4}/{}] {:<15} {:<48} {:>9.1f} ms  {}\n", n, cases->size(), verdict_name(r.verdict), r.id,
-                 r.total_ms, verdict_fails(r.verdict, true) || r.verdict != Verdict::kPassed ? r.reason : headline(r));
-      if (verdict_fails(r.verdict, true)) {
-        fmt::print("{}    repro: {}\n", describe_result(r), r.repro);
-      }
-      for (const auto& w : r.warnings) fmt::print("    warning: {}\n", w);
-      std::fflush(stdout);
-    }
-    Status st = writer->append(r);
-    if (st.is_ok() && f.history_run) st = f.history_run->record(r);
-    if (!st.is_ok()) return fail(st);
-  }
-  Status st = writer->finish();
-  if (!st.is_ok()) return fail(st);
-  fmt::print("{}\nreport: {}\n", counts_line(writer->counts()), out);
-  if (const int sig = stop_signal(); sig != 0) {
-    std::fflush(stdout);
-    fmt::print(stderr, "opgate: stopped by {} with {} of {} cases done; the report holds them: {}\n",
-               sig == SIGINT ? "SIGINT" : "SIGTERM", writer->done_ids().size(), cases->size(), out);
-    fmt::print(stderr, "opgate: continue with: {}\n", resume_command(f, out));
-    return 128 + sig;
-  }
-  if (f.baseline.path.empty()) return gate_exit_code(writer->counts(), f.strict);
-  BaselineFlags bf = f.baseline;
-  bf.options.strict = f.strict;
-  auto code = gate_against_baseline(baseline, bf, out, scope);
-  if (!code) return fail(code.status());
-  return *code;
+  if (Status st = run_all(*prepared, **backend, opt, f, *writer); !st.is_ok()) return fail(st);
+  return conclude(f, *writer, cases->size(), baseline, scope);
 }
 
 }  // namespace
@@ -405,8 +434,10 @@ void add_repro(CLI::App& app, int& exit_code) {
     }
     // Like `run`, a case that does not make a problem (bad params, over --max-case-bytes) is bad
     // input: one line, exit 2, and nothing computed.
-    if (auto problem = make_problem(*chosen); !problem) {
-      exit_code = fail(problem.status());
+    const RunOptions opt = run_options(*f, repo_root(f->root));
+    const PreparedCase prepared = prepare_case(*chosen, f->backend, opt);
+    if (!prepared.problem) {
+      exit_code = fail(prepared.problem_error);
       return;
     }
     auto backend = make_backend(f->backend);
@@ -414,9 +445,7 @@ void add_repro(CLI::App& app, int& exit_code) {
       exit_code = fail(backend.status());
       return;
     }
-    const std::string root = repo_root(f->root);
-    RunOptions opt = run_options(*f, root);
-    CaseResult r = run_case(*chosen, **backend, opt);
+    CaseResult r = run_case(prepared, **backend, opt);
     // Bounded: a case may hold long values; the file has it whole.
     constexpr size_t kMaxCaseDumpChars = 8000;
     std::string dump = case_to_json(*chosen).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);

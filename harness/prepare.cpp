@@ -1,0 +1,60 @@
+// Case preparation: problem, golden folder and repro line, once per case.
+#include "harness/prepare.h"
+
+#include <fmt/format.h>
+
+#include "cases/registry.h"
+
+namespace opgate {
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+std::string shell_quote(const std::string& s) {
+  if (s.find_first_of(" '\"$`\\|&;<>(){}*?!#~") == std::string::npos && !s.empty()) return s;
+  return quote(s);
+}
+
+}  // namespace
+
+std::string repro_command(const Case& c, const std::string& backend, const RunOptions& opt,
+                          const std::string& report_dir) {
+  // A case without a file replays from the report; its path is always quoted (a report folder may
+  // be named anything).
+  const std::string source =
+      c.source.empty() ? quote(fmt::format("{}/failed/{}.json", report_dir, c.id)) : shell_quote(c.source);
+  std::string cmd = fmt::format("{} repro {} --id {} --backend {}", opt.repro_prefix, source, shell_quote(c.id),
+                                shell_quote(backend));
+  if (opt.against_golden) cmd += " --against golden";
+  if (opt.repeat > 1) cmd += fmt::format(" --repeat {}", opt.repeat);
+  return cmd;
+}
+
+PreparedCase prepare_case(const Case& c, const std::string& backend, const RunOptions& opt,
+                          const std::string& report_dir) {
+  PreparedCase p;
+  p.c = c;
+  p.repro = repro_command(c, backend, opt, report_dir);
+  auto made = make_problem(c);
+  if (!made) {
+    p.problem_error = made.status();
+    return p;
+  }
+  p.problem = std::move(*made);
+  // A rejected call is never compared, so it needs no golden folder.
+  if (opt.against_golden && c.expect == 0) {
+    auto read = read_golden(golden_case_dir(opt.golden_root, c.op, c.id));
+    if (read) {
+      p.golden = std::move(*read);
+    } else {
+      p.golden_error = read.status();
+    }
+  }
+  return p;
+}
+
+}  // namespace opgate

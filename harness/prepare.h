@@ -1,0 +1,52 @@
+// Case preparation (the runner's stage 1, parse): the problem built from the case (strict params,
+// per-tensor fills, --max-case-bytes), its golden folder read when the run compares against golden
+// files, and the repro line, once per case before anything runs. A run prepares every case first,
+// so a broken case file or golden folder stops it before any report is written.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/case.h"
+#include "core/problem.h"
+#include "core/status.h"
+#include "harness/golden.h"
+
+namespace opgate {
+
+struct RunOptions {
+  int repeat = 1;                  // device runs; > 1 requires bit-identical defined outputs
+  bool against_golden = false;     // expected values from golden/<op>/<id>/ instead of the reference
+  std::string golden_root = "golden";
+  bool isolate = true;             // each case in a child process
+  double timeout_s = 600;          // per case, isolated runs only
+  bool vacuity = true;
+  std::string repro_prefix = "opgate";  // how the repro line invokes the binary
+};
+
+// Where a run writes failed/<id>.json when the caller has no report folder (repro, tests).
+inline constexpr const char* kNoReportDir = "<report>";
+
+struct PreparedCase {
+  Case c;
+  std::shared_ptr<const Problem> problem;  // null when the case makes no problem: `problem_error` says why
+  Status problem_error = Status::ok();
+  // Against golden, for a case that expects ok: the folder read with every digest checked, or why not.
+  std::optional<GoldenCase> golden;
+  Status golden_error = Status::ok();
+  std::string repro;  // the one-line command that reruns the case
+};
+
+// Builds what running `c` on `backend` needs. Never fails: a case that makes no problem or has no
+// readable golden folder carries the error, which the runner reports as INVALID_CASE at the stage
+// where the case would have needed it (and `run` refuses before it starts).
+PreparedCase prepare_case(const Case& c, const std::string& backend, const RunOptions& opt,
+                          const std::string& report_dir = kNoReportDir);
+
+// The one-line command that reruns a case: from its file when it has one, else from the
+// failed/<id>.json the report in `report_dir` holds.
+std::string repro_command(const Case& c, const std::string& backend, const RunOptions& opt,
+                          const std::string& report_dir = kNoReportDir);
+
+}  // namespace opgate

@@ -1,0 +1,219 @@
+// The stages of one case, in the order the runner calls them.
+#include "harness/stages.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/fill_override.h"
+
+namespace opgate::stages {
+namespace {
+
+Tensor tensor_or_empty(const TensorMap& m, const std::string& name) {
+  const auto it = m.find(name);
+  return it == m.end() ? Tensor() : it->second;
+}
+
+// A call the case expects to be rejected: the reference and the device must both reject it with
+// the documented code.
+Outcome expected_rejection(const Case& c, const Status& valid, const Problem& problem, Backend& backend) {
+  if (valid.is_ok()) {
+    return {Verdict::kFailed,
+            fmt::format("contract mismatch: the case expects aclnn code {}, the reference accepts the call", c.expect)};
+  }
+  if (valid.aclnn_code() != c.expect) {
+    return {Verdict::kFailed,
+            fmt::format("contract mismatch: the case expects aclnn code {}, the reference returns {} ({})", c.expect,
+                        valid.aclnn_code(), valid.message())};
+  }
+  auto device_code = backend.rejection_code(problem);
+  if (!device_code) {
+    // A backend that cannot ask the device about this call (an entry point without the probe)
+    // has no verdict to give; anything else is a backend failure.
+    const bool unsupported = device_code.status().code() == StatusCode::kUnsupported;
+    return {unsupported ? Verdict::kSkipped : Verdict::kBackendError, device_code.status().message()};
+  }
+  if (*device_code != c.expect) {
+    return {Verdict::kFailed,
+            fmt::format("contract mismatch: the reference returns {}, the device returns {}", c.expect, *device_code)};
+  }
+  return {Verdict::kExpectedReject, valid.message()};
+}
+
+// "<name> (<why>)" for the first tensor where golden and recomputed values differ; "" if none.
+std::string first_disagreement(const TensorMap& golden, const TensorMap& fresh) {
+  std::set<std::string> names;
+  for (const auto& kv : golden) names.insert(kv.first);
+  for (const auto& kv : fresh) names.insert(kv.first);
+  for (const auto& name : names) {
+    const std::string why = golden_values_differ(tensor_or_empty(golden, name), tensor_or_empty(fresh, name));
+    if (!why.empty()) return fmt::format("{} ({})", name, why);
+  }
+  return "";
+}
+
+// First cared element whose bits differ between two runs, as text; "" if identical.
+std::string first_difference(const Tensor& a, const Tensor& b, const Tensor& care) {
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    if (care.defined() && care.get(i) == 0) continue;
+    if (a.bits(i) != b.bits(i)) {
+      return fmt::format("index {}: {:.9g} vs {:.9g}", shape_to_string(a.unravel(i)), a.get(i), b.get(i));
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Staged<const Problem*> parse(const PreparedCase& pc) {
+  if (!pc.problem) return Outcome{Verdict::kInvalidCase, pc.problem_error.message()};
+  return pc.problem.get();
+}
+
+std::optional<Outcome> validate(const PreparedCase& pc, const Problem& problem, Backend& backend) {
+  const Case& c = pc.c;
+  const Status valid = problem.validate();
+  if (c.expect != 0) return expected_rejection(c, valid, problem, backend);
+  if (!valid.is_ok()) {
+    return Outcome{Verdict::kInvalidCase, fmt::format("the case expects ok but the call is invalid: {}", valid.message())};
+  }
+  const Support support = backend.supports(problem);
+  if (!support.yes) return Outcome{Verdict::kSkipped, support.reason};
+  if (!pc.golden_error.is_ok()) return Outcome{Verdict::kInvalidCase, pc.golden_error.message()};
+  // Against golden, the folder must have been made from this very case. Otherwise a changed case
+  // shows up later as a disagreeing reference (blaming it) or passes against stale expected values.
+  if (pc.golden) {
+    const auto diffs = case_differences(pc.golden->case_json, golden_case_json(c, problem));
+    if (!diffs.empty()) {
+      return Outcome{Verdict::kInvalidCase,
+                  fmt::format("case changed since golden regen: {} (golden {}, now {}); run `opgate golden regen`",
+                              diffs.front().field, diffs.front().before, diffs.front().after)};
+    }
+  }
+  return std::nullopt;
+}
+
+Staged<TensorMap> fill(const Problem& problem, const Case& c) {
+  auto filled = fill_case_inputs(problem, c);
+  if (!filled) return Outcome{Verdict::kInvalidCase, filled.status().message()};
+  const Status data_ok = problem.check_data(*filled);
+  if (!data_ok.is_ok()) return Outcome{Verdict::kInvalidCase, data_ok.message()};
+  return std::move(*filled);
+}
+
+RefOutputs reference(const Problem& problem, const TensorMap& inputs) { return problem.reference(inputs); }
+
+TensorMap pack(const Problem& problem, const TensorMap& inputs) { return problem.pack(inputs); }
+
+Staged<RefOutputs> golden_expected(RefOutputs ref, const GoldenCase& golden, const TensorMap& packed) {
+  // read_golden has checked every digest, so corrupted files never reach the comparison.
+  for (const auto& [name, tensor] : packed) {
+    auto stored = golden.inputs.find(name);
+    if (stored == golden.inputs.end() || !stored->second.bytes_equal(tensor)) {
+      return Outcome{Verdict::kInvalidCase,
+                  fmt::format("golden input '{}' differs from the regenerated one: the input generator "
+                              "changed since golden regen; run `opgate golden regen`",
+                              name)};
+    }
+  }
+  if (golden.inputs.size() != packed.size()) {
+    return Outcome{Verdict::kInvalidCase, "the golden files hold inputs the case no longer has; run `opgate golden regen`"};
+  }
+  // The reference is recomputed even here: the `bound` tolerance needs per-element magnitudes,
+  // which golden files do not store. So the golden values become the expected values and a
+  // cross-check: a reference that disagrees with them (changed since regen, or computing
+  // differently on this machine) makes every comparison of this case untrustworthy.
+  std::string disagree = first_disagreement(golden.expected, ref.expected);
+  if (const std::string care = first_disagreement(golden.care, ref.care); disagree.empty() && !care.empty()) {
+    disagree = "care mask of " + care;
+  }
+  if (!disagree.empty()) return Outcome{Verdict::kFailed, "golden and reference disagree: " + disagree};
+  ref.expected = golden.expected;
+  ref.care = golden.care;
+  return ref;
+}
+
+Staged<DeviceRun> device(const Problem& problem, Backend& backend, const TensorMap& packed) {
+  DeviceRun run;
+  for (const auto& [name, spec] : problem.output_images()) {
+    run.buffers[name] = make_guarded(spec.dtype, spec.shape);
+    run.images[name] = run.buffers[name].tensor;
+  }
+  const Status st = backend.run(problem, packed, run.images);
+  if (!st.is_ok()) return Outcome{Verdict::kBackendError, st.message()};
+  run.warnings = backend.take_warnings();
+  return run;
+}
+
+std::optional<Outcome> guards_and_inputs(const DeviceRun& run, const TensorMap& packed, const TensorMap& pristine) {
+  for (const auto& [name, buffer] : run.buffers) {
+    const std::string broken = check_guards(buffer);
+    if (!broken.empty()) return Outcome{Verdict::kFailed, fmt::format("write outside output '{}': {}", name, broken)};
+  }
+  for (const auto& [name, tensor] : packed) {
+    if (!tensor.bytes_equal(pristine.at(name)) && run.images.count(name) == 0) {
+      return Outcome{Verdict::kFailed, fmt::format("the device modified input '{}'", name)};
+    }
+  }
+  return std::nullopt;
+}
+
+TensorMap unpack(const Problem& problem, const DeviceRun& run) { return problem.unpack(run.images); }
+
+Compared compare(const Problem& problem, const ComparePlan& plan, const RefOutputs& ref, const TensorMap& got,
+                 const TensorMap& inputs) {
+  Compared out;
+  std::string failures;
+  for (const OutputCheck& check : plan.outputs) {
+    const Tensor exp = tensor_or_empty(ref.expected, check.name);
+    const Tensor dev = tensor_or_empty(got, check.name);
+    if (!dev.defined() || (!exp.defined() && check.kind != CheckKind::kUndefined)) {
+      out.outcome = Outcome{Verdict::kBackendError, fmt::format("output '{}' missing", check.name)};
+      return out;
+    }
+    CompareResult cr = compare_output(check, exp, dev, tensor_or_empty(ref.magnitude, check.name),
+                                      tensor_or_empty(ref.care, check.name), poison_bits(check.device_dtype));
+    for (auto* points : {&cr.first_failures, &cr.worst}) {
+      for (auto& p : *points) p.where = problem.describe(check.name, p.index, inputs);
+    }
+    if (!cr.passed) failures += fmt::format("{}{}: {}", failures.empty() ? "" : "; ", check.name, cr.message);
+    out.outputs.push_back(OutputResult{check, std::move(cr)});
+  }
+  if (!failures.empty()) out.outcome = Outcome{Verdict::kFailed, failures};
+  return out;
+}
+
+std::optional<std::string> vacuity(const ComparePlan& plan, const RefOutputs& ref, const TensorMap& got,
+                                   const std::vector<OutputResult>& outputs) {
+  for (size_t i = 0; i < plan.outputs.size() && i < outputs.size(); ++i) {
+    const OutputCheck& check = plan.outputs[i];
+    if (auto why = vacuity_check(check, tensor_or_empty(ref.expected, check.name), tensor_or_empty(got, check.name),
+                                 tensor_or_empty(ref.magnitude, check.name), tensor_or_empty(ref.care, check.name),
+                                 &outputs[i].compare)) {
+      return why;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Outcome> determinism(const Problem& problem, Backend& backend, const TensorMap& packed,
+                                const ComparePlan& plan, const RefOutputs& ref, const TensorMap& got, int repeat) {
+  for (int k = 2; k <= repeat; ++k) {
+    auto again = device(problem, backend, packed);
+    if (auto* outcome = std::get_if<Outcome>(&again)) return *outcome;
+    const TensorMap got_again = unpack(problem, std::get<DeviceRun>(again));
+    for (const OutputCheck& check : plan.outputs) {
+      if (check.kind == CheckKind::kUndefined) continue;
+      const std::string diff =
+          first_difference(got.at(check.name), got_again.at(check.name), tensor_or_empty(ref.care, check.name));
+      if (!diff.empty()) {
+        return Outcome{Verdict::kFailed, fmt::format("nondeterministic: output '{}' differs between run 1 and run {} at {}",
+                                                  check.name, k, diff)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace opgate::stages
