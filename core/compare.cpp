@@ -217,106 +217,117 @@ std::optional<Standard> parse_standard(const std::string& name) {
   return std::nullopt;
 }
 
-CompareResult compare_output(const OutputCheck& check, const Tensor& expected, const Tensor& got,
-                             const Tensor& magnitude, const Tensor& care,
-                             std::optional<uint64_t> poison_bits) {
-  CompareResult r;
-  r.name = check.name;
-  r.kind = check.kind;
-  r.standard = check.kind == CheckKind::kTolerance ? standard_name(check.tol.standard)
-                                                   : check_kind_name(check.kind);
-  CompareMetrics& m = r.metrics;
-  m.elements = got.numel();
-  if (check.kind == CheckKind::kUndefined) {
-    r.message = "not compared (undefined output)";
-    return r;
-  }
-  if (expected.shape() != got.shape()) {
-    r.passed = false;
-    r.message = fmt::format("shape mismatch: expected {} got {}", shape_to_string(expected.shape()),
-                            shape_to_string(got.shape()));
-    return r;
-  }
-  const DType T = check.device_dtype;
-  const bool integer_expected = is_integer(expected.dtype());
-  std::vector<std::pair<WorstRank, ComparePoint>> worst;
-  std::optional<ErrorBalance> balance;
-  if (one_rounding_bound(check)) {
-    balance.emplace(got.numel(), got.rank() >= 2 ? got.dim(got.rank() - 1) : got.numel(), check.balance_cluster);
-  }
+namespace {
+
+// compare_output's running sums over the finite compared elements.
+struct Sums {
   double sum_rel = 0, sum_sq = 0, dot = 0, norm_e = 0, norm_g = 0;
   int64_t n_pos = 0, n_neg = 0, n_finite = 0;
   double worst_abs_er = 0;  // rounded expected at the element with the largest abs error
+};
+using WorstPoints = std::vector<std::pair<WorstRank, ComparePoint>>;
 
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    if (!cared(care, i)) continue;
-    ++m.compared;
-    const double e = expected.get(i);
-    const double er = integer_expected ? e : round_to(T, e, check.rounding);
-    const double g = got.get(i);
-    const double mag = magnitude.defined() ? magnitude.get(i) : 0.0;
-    const double allowed = element_allowance(check, e, mag);
-    const Judgement judged = judge(check, e, er, g, allowed, mag);
-    const bool ok = judged.ok;
-    const double abs_err = judged.abs_err;
-    if (judged.determined) ++m.determined;
-    // Still holding the poison and wrong: left unwritten. An integer poison (0xA5) is also a valid
-    // value, which a quantized output may hold within its tolerance (a one-step flip onto -91);
-    // that is a correct write, not an unwritten element. Float poisons are NaNs and never pass.
-    const bool poison = poison_bits && got.bits(i) == *poison_bits && !ok;
-    const double ref = check.kind == CheckKind::kTolerance ? e : er;
-    if (!std::isfinite(er) || !std::isfinite(e) || !std::isfinite(g)) {
-      if (!ok) ++m.nonfinite_mismatch;
-    } else {
-      if (allowed > 0) m.budget_used = std::max(m.budget_used, abs_err / allowed);
-      const double rel = abs_err / (std::fabs(ref) + kMereEps);
-      ++n_finite;
-      sum_rel += rel;
-      sum_sq += abs_err * abs_err;
-      m.mare = std::max(m.mare, rel);
-      if (ref != 0) m.max_rel = std::max(m.max_rel, abs_err / std::fabs(ref));
-      if (abs_err > m.max_abs) {
-        m.max_abs = abs_err;
-        worst_abs_er = er;
-      }
-      dot += g * ref;
-      norm_e += ref * ref;
-      norm_g += g * g;
-      if (g > ref) ++n_pos;
-      if (g < ref) ++n_neg;
-      // The balance gate looks past the final rounding: errors against the correctly rounded
-      // reference, except at ties, where that rounding itself picks a side.
-      if (balance && g != er && !on_boundary(T, e, check.rounding)) {
-        const int sign = g > er ? 1 : -1;
-        balance->add(i, sign, er == 0 ? 0 : (er > 0 ? sign : -sign));
-      }
-      if (is_floating(T)) {
-        const double ulps = std::fabs(g - er) / ulp(T, er);
-        m.max_ulp = std::max(m.max_ulp, ulps);
-        ++m.ulp_hist[static_cast<size_t>(ulp_bucket(ulps))];
-      }
+// One element of an output, as compare_output sees it.
+struct Element {
+  int64_t i;
+  double e, er, g, ref, abs_err, allowed;
+};
+
+// The metrics of a finite element: its errors, its share of the allowance, its ULP bucket, its
+// side of the reference and, for the balance gate, its side of the correctly rounded reference.
+void add_finite(const OutputCheck& check, const Element& x, std::optional<ErrorBalance>& balance, Sums& sums,
+                CompareMetrics& m) {
+  auto& [sum_rel, sum_sq, dot, norm_e, norm_g, n_pos, n_neg, n_finite, worst_abs_er] = sums;
+  const auto& [i, e, er, g, ref, abs_err, allowed] = x;
+  const DType T = check.device_dtype;
+    if (allowed > 0) m.budget_used = std::max(m.budget_used, abs_err / allowed);
+    const double rel = abs_err / (std::fabs(ref) + kMereEps);
+    ++n_finite;
+    sum_rel += rel;
+    sum_sq += abs_err * abs_err;
+    m.mare = std::max(m.mare, rel);
+    if (ref != 0) m.max_rel = std::max(m.max_rel, abs_err / std::fabs(ref));
+    if (abs_err > m.max_abs) {
+      m.max_abs = abs_err;
+      worst_abs_er = er;
     }
-    if (poison) ++m.poison_left;
-    if (!ok) ++m.mismatches;
-    if (!ok || abs_err > 0) {
-      ComparePoint p;
-      p.flat = i;
-      p.index = got.unravel(i);
-      p.expected = e;
-      p.expected_rounded = er;
-      p.got = g;
-      p.abs_err = abs_err;
-      p.rel_err = std::isfinite(abs_err) ? abs_err / (std::fabs(ref) + kMereEps) : abs_err;
-      p.allowed = allowed;
-      p.poison = poison;
-      p.interval = judged.interval;
-      p.accepted_lo = judged.lo;
-      p.accepted_hi = judged.hi;
-      if (!ok && r.first_failures.size() < kMaxPoints) r.first_failures.push_back(p);
-      const double score = allowed > 0 ? abs_err / allowed : abs_err * 1e300;
-      keep_worst(worst, {!ok, score}, std::move(p));
+    dot += g * ref;
+    norm_e += ref * ref;
+    norm_g += g * g;
+    if (g > ref) ++n_pos;
+    if (g < ref) ++n_neg;
+    // The balance gate looks past the final rounding: errors against the correctly rounded
+    // reference, except at ties, where that rounding itself picks a side.
+    if (balance && g != er && !on_boundary(T, e, check.rounding)) {
+      const int sign = g > er ? 1 : -1;
+      balance->add(i, sign, er == 0 ? 0 : (er > 0 ? sign : -sign));
     }
+    if (is_floating(T)) {
+      const double ulps = std::fabs(g - er) / ulp(T, er);
+      m.max_ulp = std::max(m.max_ulp, ulps);
+      ++m.ulp_hist[static_cast<size_t>(ulp_bucket(ulps))];
+    }
+}
+
+// A point worth reporting: a failing element, or one off its reference.
+void add_point(const Element& x, const Judgement& judged, bool ok, bool poison, const Tensor& got,
+               WorstPoints& worst, CompareResult& r) {
+  const auto& [i, e, er, g, ref, abs_err, allowed] = x;
+  ComparePoint p;
+  p.flat = i;
+  p.index = got.unravel(i);
+  p.expected = e;
+  p.expected_rounded = er;
+  p.got = g;
+  p.abs_err = abs_err;
+  p.rel_err = std::isfinite(abs_err) ? abs_err / (std::fabs(ref) + kMereEps) : abs_err;
+  p.allowed = allowed;
+  p.poison = poison;
+  p.interval = judged.interval;
+  p.accepted_lo = judged.lo;
+  p.accepted_hi = judged.hi;
+  if (!ok && r.first_failures.size() < kMaxPoints) r.first_failures.push_back(p);
+  const double score = allowed > 0 ? abs_err / allowed : abs_err * 1e300;
+  keep_worst(worst, {!ok, score}, std::move(p));
+}
+
+// One compared element: judged by the check, counted into the metrics, reported when off.
+void compare_element(const OutputCheck& check, const Tensor& expected, const Tensor& got, const Tensor& magnitude,
+                     std::optional<uint64_t> poison_bits, int64_t i, std::optional<ErrorBalance>& balance,
+                     Sums& sums, WorstPoints& worst, CompareResult& r) {
+  CompareMetrics& m = r.metrics;
+  const DType T = check.device_dtype;
+  const bool integer_expected = is_integer(expected.dtype());
+  ++m.compared;
+  const double e = expected.get(i);
+  const double er = integer_expected ? e : round_to(T, e, check.rounding);
+  const double g = got.get(i);
+  const double mag = magnitude.defined() ? magnitude.get(i) : 0.0;
+  const double allowed = element_allowance(check, e, mag);
+  const Judgement judged = judge(check, e, er, g, allowed, mag);
+  const bool ok = judged.ok;
+  const double abs_err = judged.abs_err;
+  if (judged.determined) ++m.determined;
+  // Still holding the poison and wrong: left unwritten. An integer poison (0xA5) is also a valid
+  // value, which a quantized output may hold within its tolerance (a one-step flip onto -91);
+  // that is a correct write, not an unwritten element. Float poisons are NaNs and never pass.
+  const bool poison = poison_bits && got.bits(i) == *poison_bits && !ok;
+  const double ref = check.kind == CheckKind::kTolerance ? e : er;
+  const Element x{i, e, er, g, ref, abs_err, allowed};
+  if (!std::isfinite(er) || !std::isfinite(e) || !std::isfinite(g)) {
+    if (!ok) ++m.nonfinite_mismatch;
+  } else {
+    add_finite(check, x, balance, sums, m);
   }
+  if (poison) ++m.poison_left;
+  if (!ok) ++m.mismatches;
+  if (!ok || abs_err > 0) add_point(x, judged, ok, poison, got, worst, r);
+}
+
+// The aggregate metrics from the sums, and the worst points in rank order.
+void finish_metrics(const Sums& sums, WorstPoints& worst, CompareResult& r) {
+  CompareMetrics& m = r.metrics;
+  const auto& [sum_rel, sum_sq, dot, norm_e, norm_g, n_pos, n_neg, n_finite, worst_abs_er] = sums;
   if (n_finite > 0) {
     m.mere = sum_rel / static_cast<double>(n_finite);
     m.rmse = std::sqrt(sum_sq / static_cast<double>(n_finite));
@@ -333,9 +344,13 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
     return a.first != b.first ? a.first > b.first : a.second.flat < b.second.flat;
   });
   for (auto& w : worst) r.worst.push_back(std::move(w.second));
+}
 
-  // Output-level decision: elementwise failures within the standard's allowance, plus the
-  // standard's aggregate criteria.
+// Output-level decision: elementwise failures within the standard's allowance, plus the
+// standard's aggregate criteria, and the message.
+void decide(const OutputCheck& check, double worst_abs_er, std::optional<ErrorBalance>& balance, CompareResult& r) {
+  CompareMetrics& m = r.metrics;
+  const DType T = check.device_dtype;
   r.passed = m.mismatches <= allowed_bad(check, m.compared) && m.nonfinite_mismatch == 0;
   std::string why;
   if (check.kind == CheckKind::kTolerance && check.tol.standard == Standard::kAscendMixed) {
@@ -378,6 +393,42 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
                             m.compared, r.standard, allowed_bad(check, m.compared),
                             why.empty() ? "" : "; ", why);
   }
+}
+
+}  // namespace
+
+CompareResult compare_output(const OutputCheck& check, const Tensor& expected, const Tensor& got,
+                             const Tensor& magnitude, const Tensor& care,
+                             std::optional<uint64_t> poison_bits) {
+  CompareResult r;
+  r.name = check.name;
+  r.kind = check.kind;
+  r.standard = check.kind == CheckKind::kTolerance ? standard_name(check.tol.standard)
+                                                   : check_kind_name(check.kind);
+  CompareMetrics& m = r.metrics;
+  m.elements = got.numel();
+  if (check.kind == CheckKind::kUndefined) {
+    r.message = "not compared (undefined output)";
+    return r;
+  }
+  if (expected.shape() != got.shape()) {
+    r.passed = false;
+    r.message = fmt::format("shape mismatch: expected {} got {}", shape_to_string(expected.shape()),
+                            shape_to_string(got.shape()));
+    return r;
+  }
+  WorstPoints worst;
+  std::optional<ErrorBalance> balance;
+  if (one_rounding_bound(check)) {
+    balance.emplace(got.numel(), got.rank() >= 2 ? got.dim(got.rank() - 1) : got.numel(), check.balance_cluster);
+  }
+  Sums sums;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    if (!cared(care, i)) continue;
+    compare_element(check, expected, got, magnitude, poison_bits, i, balance, sums, worst, r);
+  }
+  finish_metrics(sums, worst, r);
+  decide(check, sums.worst_abs_er, balance, r);
   return r;
 }
 
@@ -394,6 +445,48 @@ std::optional<double> value_beyond(DType T, double e, double er, double allowed,
       for (int step = 0; step < 8 && std::fabs(v - e) <= allowed; ++step) v += dir * ulp(T, v);
     }
     if (std::isfinite(v) && std::fabs(v - e) > allowed && !same_value(v, er)) return v;
+  }
+  return std::nullopt;
+}
+
+// The row-swap half of vacuity_check: for an exact output, two distinct fully compared rows
+// swapped must fail. `still_passes` judges a set of changed elements.
+template <class StillPasses>
+std::optional<std::string> row_swap_check(const OutputCheck& check, const Tensor& expected, const Tensor& got,
+                                          const Tensor& care, StillPasses&& still_passes) {
+  // Row swap: a permutation of distinct compared rows must be seen too. When every compared row is
+  // identical (e.g. an all-zero fill where every slot is dropped), no permutation changes the
+  // output, so there is no defect for it to hide; the element perturbation above was seen.
+  if (check.kind == CheckKind::kExact && got.rank() >= 2 && got.dim(0) >= 2) {
+    const int64_t rows = got.dim(0);
+    const int64_t width = got.numel() / rows;
+    std::vector<int64_t> full_rows;
+    for (int64_t row = 0; row < rows; ++row) {
+      bool all = true;
+      for (int64_t j = 0; j < width && all; ++j) all = cared(care, row * width + j);
+      if (all) full_rows.push_back(row);
+    }
+    if (full_rows.size() >= 2) {
+      const int64_t r0 = full_rows[0];
+      std::optional<int64_t> r1;
+      for (size_t k = 1; k < full_rows.size() && !r1; ++k) {
+        for (int64_t j = 0; j < width; ++j) {
+          if (!same_value(expected.get(r0 * width + j), expected.get(full_rows[k] * width + j))) {
+            r1 = full_rows[k];
+            break;
+          }
+        }
+      }
+      if (!r1) return std::nullopt;
+      std::vector<std::pair<int64_t, uint64_t>> swap;
+      for (int64_t j = 0; j < width; ++j) {
+        swap.emplace_back(r0 * width + j, got.bits(*r1 * width + j));
+        swap.emplace_back(*r1 * width + j, got.bits(r0 * width + j));
+      }
+      if (still_passes(swap)) {
+        return fmt::format("{}: swapping rows {} and {} still passes", check.name, r0, *r1);
+      }
+    }
   }
   return std::nullopt;
 }
@@ -477,41 +570,7 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
     return fmt::format("{}: moving {} element(s) beyond tolerance (e.g. {}) still passes", check.name,
                        needed, example);
   }
-  // Row swap: a permutation of distinct compared rows must be seen too. When every compared row is
-  // identical (e.g. an all-zero fill where every slot is dropped), no permutation changes the
-  // output, so there is no defect for it to hide; the element perturbation above was seen.
-  if (check.kind == CheckKind::kExact && got.rank() >= 2 && got.dim(0) >= 2) {
-    const int64_t rows = got.dim(0);
-    const int64_t width = got.numel() / rows;
-    std::vector<int64_t> full_rows;
-    for (int64_t row = 0; row < rows; ++row) {
-      bool all = true;
-      for (int64_t j = 0; j < width && all; ++j) all = cared(care, row * width + j);
-      if (all) full_rows.push_back(row);
-    }
-    if (full_rows.size() >= 2) {
-      const int64_t r0 = full_rows[0];
-      std::optional<int64_t> r1;
-      for (size_t k = 1; k < full_rows.size() && !r1; ++k) {
-        for (int64_t j = 0; j < width; ++j) {
-          if (!same_value(expected.get(r0 * width + j), expected.get(full_rows[k] * width + j))) {
-            r1 = full_rows[k];
-            break;
-          }
-        }
-      }
-      if (!r1) return std::nullopt;
-      std::vector<std::pair<int64_t, uint64_t>> swap;
-      for (int64_t j = 0; j < width; ++j) {
-        swap.emplace_back(r0 * width + j, got.bits(*r1 * width + j));
-        swap.emplace_back(*r1 * width + j, got.bits(r0 * width + j));
-      }
-      if (still_passes(swap)) {
-        return fmt::format("{}: swapping rows {} and {} still passes", check.name, r0, *r1);
-      }
-    }
-  }
-  return std::nullopt;
+  return row_swap_check(check, expected, got, care, still_passes);
 }
 
 }  // namespace opgate

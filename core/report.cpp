@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "core/json_read.h"
+#include "core/markup.h"
 #include "core/npy.h"
 #include "core/report_html.h"
 
@@ -25,26 +26,6 @@ namespace opgate {
 namespace {
 
 constexpr size_t kSummaryFailures = 10;
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default:
-        // XML 1.0 forbids most control characters even when escaped.
-        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t') {
-          out += '?';
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out;
-}
 
 }  // namespace
 

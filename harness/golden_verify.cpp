@@ -82,6 +82,46 @@ std::string golden_values_differ(const Tensor& golden, const Tensor& fresh) {
                      fresh.numel(), shape_to_string(fresh.unravel(first)), golden.get(first), fresh.get(first));
 }
 
+// Step 4 of verify_golden: each recomputed tensor file against the stored one; inputs come first,
+// because changed inputs explain changed expected values.
+template <class Fail>
+void compare_recomputed(const std::string& dir, const std::vector<golden_folder::TensorFile>& files,
+                        const golden_folder::LoadedFolder& f, const OpInfo* info, Fail&& fail) {
+  const nlohmann::json& tensors = f.manifest["tensors"];
+  const int stored_version = f.manifest["reference_version"].get<int>();
+  std::set<std::string> seen;
+  bool inputs_differ = false;
+  for (const auto& file : files) {
+    if (file.meta.is_null()) continue;
+    seen.insert(file.rel);
+    if (!tensors.contains(file.rel)) {
+      fail(file.rel.rfind("inputs/", 0) == 0 ? "input generator changed" : "reference changed",
+           fmt::format("{}: the recomputed case has {} but the golden has not", dir, file.rel));
+      continue;
+    }
+    if (file.meta["sha256"] == tensors[file.rel]["sha256"]) continue;
+    if (file.rel.rfind("inputs/", 0) == 0) {
+      fail("input generator changed", fmt::format("{}/{}: regenerated input differs", dir, file.rel));
+      inputs_differ = true;
+      continue;
+    }
+    // Expected values may differ in the last bits of a double; compare values, not bytes.
+    auto fresh = decode_npy(reinterpret_cast<const uint8_t*>(file.bytes.data()), file.bytes.size(), file.rel);
+    const std::string why = fresh ? golden_values_differ(f.tensors.at(file.rel), *fresh) : fresh.status().message();
+    if (!why.empty()) {
+      fail(inputs_differ ? "input generator changed" : "reference changed",
+           fmt::format("{}/{}: recomputed values differ: {}{}", dir, file.rel, why,
+                       inputs_differ ? " (from the changed inputs)"
+                       : info && info->reference_version != stored_version
+                           ? fmt::format(" (reference_version {} -> {})", stored_version, info->reference_version)
+                           : " (reference_version unchanged: an unintended semantic change?)"));
+    }
+  }
+  for (auto it = tensors.begin(); it != tensors.end(); ++it) {
+    if (!seen.count(it.key())) fail("reference changed", fmt::format("{}/{}: no longer produced", dir, it.key()));
+  }
+}
+
 GoldenCheck verify_golden(const std::string& dir, const std::vector<Case>& current) {
   GoldenCheck out;
   out.dir = dir;
@@ -125,7 +165,6 @@ GoldenCheck verify_golden(const std::string& dir, const std::vector<Case>& curre
                                           dir, stored_version, info->reference_version));
   }
   // 4. Recompute from the golden case and diagnose differences.
-  const nlohmann::json& tensors = f.manifest["tensors"];
   auto computed = golden_folder::compute(c, f.manifest.value("harness_version", ""));
   if (!computed) {
     // A golden case too large to compute cannot be verified at all; any other failure (validate
@@ -134,37 +173,7 @@ GoldenCheck verify_golden(const std::string& dir, const std::vector<Case>& curre
     fail(unusable ? "unreadable" : "reference changed", computed.status().message());
     return finish();
   }
-  std::set<std::string> seen;
-  bool inputs_differ = false;  // inputs come first; changed inputs explain changed expected values
-  for (const auto& file : computed->files) {
-    if (file.meta.is_null()) continue;
-    seen.insert(file.rel);
-    if (!tensors.contains(file.rel)) {
-      fail(file.rel.rfind("inputs/", 0) == 0 ? "input generator changed" : "reference changed",
-           fmt::format("{}: the recomputed case has {} but the golden has not", dir, file.rel));
-      continue;
-    }
-    if (file.meta["sha256"] == tensors[file.rel]["sha256"]) continue;
-    if (file.rel.rfind("inputs/", 0) == 0) {
-      fail("input generator changed", fmt::format("{}/{}: regenerated input differs", dir, file.rel));
-      inputs_differ = true;
-      continue;
-    }
-    // Expected values may differ in the last bits of a double; compare values, not bytes.
-    auto fresh = decode_npy(reinterpret_cast<const uint8_t*>(file.bytes.data()), file.bytes.size(), file.rel);
-    const std::string why = fresh ? golden_values_differ(f.tensors.at(file.rel), *fresh) : fresh.status().message();
-    if (!why.empty()) {
-      fail(inputs_differ ? "input generator changed" : "reference changed",
-           fmt::format("{}/{}: recomputed values differ: {}{}", dir, file.rel, why,
-                       inputs_differ ? " (from the changed inputs)"
-                       : info && info->reference_version != stored_version
-                           ? fmt::format(" (reference_version {} -> {})", stored_version, info->reference_version)
-                           : " (reference_version unchanged: an unintended semantic change?)"));
-    }
-  }
-  for (auto it = tensors.begin(); it != tensors.end(); ++it) {
-    if (!seen.count(it.key())) fail("reference changed", fmt::format("{}/{}: no longer produced", dir, it.key()));
-  }
+  compare_recomputed(dir, computed->files, f, info, fail);
   return finish();
 }
 

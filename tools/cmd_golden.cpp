@@ -53,179 +53,193 @@ Expected<std::vector<std::string>> selected_stems(const Selection& sel, const st
   return std::vector<std::string>(stems.begin(), stems.end());
 }
 
+struct GoldenOpts {
+  Selection sel;
+  std::string root, out;
+};
+
+// What a regen writes: the cases to freeze, golden case ids by operator stem (an operator without
+// any case read has no entry, so its folders are never taken for stale), and the skipped cases.
+struct RegenPlan {
+  std::map<std::string, std::set<std::string>> golden_ids;
+  std::vector<const Case*> todo;
+  std::vector<std::string> skipped;
+};
+
+RegenPlan regen_plan(const std::vector<Case>& cases) {
+  RegenPlan plan;
+  for (const auto& c : cases) {
+    std::set<std::string>& ids = plan.golden_ids[c.op];
+    if (c.expect != 0) {  // rejected calls have no outputs to freeze
+      plan.skipped.push_back(fmt::format("skipped {}: expects aclnn code {} (a rejected call has no outputs)",
+                                         case_where(c), c.expect));
+      continue;
+    }
+    ids.insert(c.id);
+    plan.todo.push_back(&c);
+  }
+  return plan;
+}
+
+// Writes the planned folders (after checking every case first: a bad case must not leave a
+// regeneration half applied) and, for whole sets, removes the folders no case holds any more.
+Status write_golden(const RegenPlan& plan, const std::string& out, bool whole_sets) {
+  for (const Case* c : plan.todo) OPGATE_TRY(golden_folder::checked_inputs(*c).status());
+  for (const auto& [stem, ids] : plan.golden_ids) {
+    for (const auto& line : clean_golden_leftovers(out, stem)) fmt::print("{}\n", line);
+  }
+  for (const auto& line : plan.skipped) fmt::print("{}\n", line);
+  for (const Case* c : plan.todo) {
+    Status st = regenerate_golden(out, *c, harness_version());
+    if (!st.is_ok()) return st.with_context(case_where(*c));
+    fmt::print("wrote {}\n", golden_case_dir(out, c->op, c->id));
+  }
+  if (!whole_sets) return Status::ok();
+  for (const auto& [stem, ids] : plan.golden_ids) {
+    OPGATE_ASSIGN_OR_RETURN(auto removed, remove_stale_golden(out, stem, ids));
+    for (const auto& dir : removed) fmt::print("removed {}\n", dir);
+  }
+  return Status::ok();
+}
+
+int regen(const GoldenOpts& o) {
+  const std::string root = repo_root(o.root);
+  auto cases = golden_cases(root, o.sel);
+  if (!cases) return fail(cases.status());
+  // Only a regeneration of each operator's whole set knows which folders no case holds any more.
+  auto shard = selected_shard(o.sel);
+  if (!shard) return fail(shard.status());
+  const bool whole_sets = o.sel.files.empty() && o.sel.filter.empty() && shard->second == 1;
+  const RegenPlan plan = regen_plan(*cases);
+  if (plan.todo.empty()) {
+    return fail(parse_error(
+        cases->empty() ? "golden regen: the selection holds no case (check --op, --cases and --filter)"
+                       : fmt::format("golden regen: nothing to regenerate: all {} selected case(s) expect an aclnn "
+                                     "error code, and rejected calls have no golden files",
+                                     cases->size())));
+  }
+  const Status st = write_golden(plan, o.out.empty() ? root + "/golden" : o.out, whole_sets);
+  return st.is_ok() ? 0 : fail(st);
+}
+
+// The operators whose folders verify judges, and those folders, sorted. Only the operators the
+// case files cover: another operator's folders are not "removed".
+struct VerifyScope {
+  std::vector<std::string> stems, dirs;
+};
+
+Expected<VerifyScope> verify_scope(const GoldenOpts& o, const std::string& root, const std::vector<Case>& current) {
+  VerifyScope v;
+  if (o.sel.ops.empty() && o.sel.files.empty()) {
+    for (const auto& op : all_ops()) v.stems.push_back(op.stem);
+    v.dirs = list_golden_dirs(root);  // folders of operators outside this build too
+    return v;
+  }
+  OPGATE_ASSIGN_OR_RETURN(v.stems, selected_stems(o.sel, current));
+  for (const auto& stem : v.stems) {
+    auto d = list_golden_dirs(root, stem);
+    v.dirs.insert(v.dirs.end(), d.begin(), d.end());
+  }
+  std::sort(v.dirs.begin(), v.dirs.end());
+  return v;
+}
+
+// Every case golden files are made from must have its folder: `run --against golden` refuses a
+// selection where one is missing. Known for the repository's golden/ and for an explicit --op or
+// --cases; a folder given by --out alone may have been made from any subset.
+std::vector<std::string> missing_folders(const GoldenOpts& o, const std::string& root, const VerifyScope& v,
+                                         const std::vector<Case>& current) {
+  std::vector<std::string> missing;
+  if (!(o.out.empty() || !o.sel.ops.empty() || !o.sel.files.empty())) return missing;
+  for (const auto& c : current) {
+    if (c.expect != 0 || std::find(v.stems.begin(), v.stems.end(), c.op) == v.stems.end()) continue;
+    const std::string dir = golden_case_dir(root, c.op, c.id);
+    if (!std::binary_search(v.dirs.begin(), v.dirs.end(), dir)) {
+      missing.push_back(
+          fmt::format("MISSING  {}: no golden folder for {}; run `opgate golden regen`", dir, case_where(c)));
+    }
+  }
+  return missing;
+}
+
+std::vector<std::string> leftover_lines(const std::string& root, const std::vector<std::string>& stems) {
+  std::vector<std::string> leftovers;
+  for (const auto& stem : stems) {
+    for (const auto& l : find_golden_leftovers(root, stem)) {
+      leftovers.push_back(fmt::format(
+          "INTERRUPTED {}: {} of an interrupted regen (pid {}{}); `opgate golden regen --op {}` {}", l.path,
+          l.old ? "the previous folder of case '" + l.id + "', moved aside" : "a half-written folder", l.pid,
+          l.owner_running ? ", still running" : "", stem, l.old ? "recovers or removes it" : "removes it"));
+    }
+  }
+  return leftovers;
+}
+
+// Verifies every folder, printing ok or MISMATCH with its causes; returns how many mismatched.
+int verify_folders(const std::vector<std::string>& dirs, const std::vector<Case>& current) {
+  int bad = 0;
+  for (const auto& dir : dirs) {
+    GoldenCheck g = verify_golden(dir, current);
+    if (g.ok) {
+      fmt::print("ok       {}\n", dir);
+      continue;
+    }
+    ++bad;
+    std::string also;
+    for (size_t i = 1; i < g.causes.size(); ++i) also += (i == 1 ? " (also: " : ", ") + g.causes[i];
+    fmt::print("MISMATCH {}: {}{}\n", dir, g.cause, also.empty() ? "" : also + ")");
+    for (const auto& d : g.details) fmt::print("    {}\n", d);
+  }
+  return bad;
+}
+
+int verify(const GoldenOpts& o) {
+  const std::string root = o.out.empty() ? repo_root(o.root) + "/golden" : o.out;
+  // Each folder is checked against the case of its id in these (DESIGN: golden = smoke + regression).
+  auto current = golden_cases(repo_root(o.root), o.sel);
+  if (!current) return fail(current.status());
+  // As for `run`: a case file whose case does not make a problem (bad params, over
+  // --max-case-bytes) is bad input, exit 2, before any folder is judged by it.
+  for (const auto& c : *current) {
+    if (auto problem = make_problem(c); !problem) return fail(problem.status());
+  }
+  auto scope = verify_scope(o, root, *current);
+  if (!scope) return fail(scope.status());
+  const std::vector<std::string> missing = missing_folders(o, root, *scope, *current);
+  const std::vector<std::string> leftovers = leftover_lines(root, scope->stems);
+  if (scope->dirs.empty() && missing.empty() && leftovers.empty()) {
+    return fail(io_error(fmt::format("{}: no golden cases found", root)));
+  }
+  const int bad = verify_folders(scope->dirs, *current);
+  for (const auto& line : missing) fmt::print("{}\n", line);
+  for (const auto& line : leftovers) fmt::print("{}\n", line);
+  fmt::print("golden: {} case(s), {} ok, {} mismatched, {} missing, {} interrupted regen(s)\n", scope->dirs.size(),
+             scope->dirs.size() - static_cast<size_t>(bad), bad, missing.size(), leftovers.size());
+  return bad > 0 || !missing.empty() || !leftovers.empty() ? 1 : 0;
+}
+
 }  // namespace
 
 void add_golden(CLI::App& app, int& exit_code) {
   auto* golden = app.add_subcommand("golden", "Regenerate or verify golden files");
   golden->require_subcommand(1);
-  struct Opts {
-    Selection sel;
-    std::string root, out;
-  };
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<GoldenOpts>();
 
-  auto* regen = golden->add_subcommand("regen", "Recompute golden folders from the smoke and regression cases");
-  regen->add_option("--op", o->sel.ops, "Operator(s) (default: all)");
-  regen->add_option("--cases", o->sel.files, "Case file(s) instead of the smoke and regression tiers");
-  regen->add_option("--filter", o->sel.filter, "Regex on case id or tag");
-  regen->add_option("--out", o->out, "Golden root (default <root>/golden)");
-  regen->add_option("--root", o->root, "Repository root holding cases/");
-  regen->callback([o, &exit_code] {
-    const std::string root = repo_root(o->root);
-    auto cases = golden_cases(root, o->sel);
-    if (!cases) {
-      exit_code = fail(cases.status());
-      return;
-    }
-    // Only a regeneration of each operator's whole set knows which folders no case holds any more.
-    auto shard = selected_shard(o->sel);
-    if (!shard) {
-      exit_code = fail(shard.status());
-      return;
-    }
-    const bool whole_sets = o->sel.files.empty() && o->sel.filter.empty() && shard->second == 1;
-    const std::string out = o->out.empty() ? root + "/golden" : o->out;
-    // Golden case ids by operator stem. An operator without any case read (no smoke or regression
-    // file under this root) has no entry, so its folders are never taken for stale.
-    std::map<std::string, std::set<std::string>> golden_ids;
-    std::vector<const Case*> todo;
-    std::vector<std::string> skipped;
-    for (const auto& c : *cases) {
-      std::set<std::string>& ids = golden_ids[c.op];
-      if (c.expect != 0) {  // rejected calls have no outputs to freeze
-        skipped.push_back(fmt::format("skipped {}: expects aclnn code {} (a rejected call has no outputs)",
-                                      case_where(c), c.expect));
-        continue;
-      }
-      ids.insert(c.id);
-      todo.push_back(&c);
-    }
-    if (todo.empty()) {
-      exit_code = fail(parse_error(
-          cases->empty() ? "golden regen: the selection holds no case (check --op, --cases and --filter)"
-                         : fmt::format("golden regen: nothing to regenerate: all {} selected case(s) expect an aclnn "
-                                       "error code, and rejected calls have no golden files",
-                                       cases->size())));
-      return;
-    }
-    // Every case is checked before any folder is written: a bad case must not leave a
-    // regeneration half applied.
-    for (const Case* c : todo) {
-      auto checked = golden_folder::checked_inputs(*c);
-      if (!checked) {
-        exit_code = fail(checked.status());
-        return;
-      }
-    }
-    for (const auto& [stem, ids] : golden_ids) {
-      for (const auto& line : clean_golden_leftovers(out, stem)) fmt::print("{}\n", line);
-    }
-    for (const auto& line : skipped) fmt::print("{}\n", line);
-    for (const Case* c : todo) {
-      Status st = regenerate_golden(out, *c, harness_version());
-      if (!st.is_ok()) {
-        exit_code = fail(st.with_context(case_where(*c)));
-        return;
-      }
-      fmt::print("wrote {}\n", golden_case_dir(out, c->op, c->id));
-    }
-    if (!whole_sets) return;
-    for (const auto& [stem, ids] : golden_ids) {
-      auto removed = remove_stale_golden(out, stem, ids);
-      if (!removed) {
-        exit_code = fail(removed.status());
-        return;
-      }
-      for (const auto& dir : *removed) fmt::print("removed {}\n", dir);
-    }
-  });
+  auto* regen_cmd = golden->add_subcommand("regen", "Recompute golden folders from the smoke and regression cases");
+  regen_cmd->add_option("--op", o->sel.ops, "Operator(s) (default: all)");
+  regen_cmd->add_option("--cases", o->sel.files, "Case file(s) instead of the smoke and regression tiers");
+  regen_cmd->add_option("--filter", o->sel.filter, "Regex on case id or tag");
+  regen_cmd->add_option("--out", o->out, "Golden root (default <root>/golden)");
+  regen_cmd->add_option("--root", o->root, "Repository root holding cases/");
+  regen_cmd->callback([o, &exit_code] { exit_code = regen(*o); });
 
-  auto* verify = golden->add_subcommand("verify", "Recompute every golden case and diagnose differences");
-  verify->add_option("--op", o->sel.ops, "Operator(s) (default: all)");
-  verify->add_option("--out", o->out, "Golden root (default <root>/golden)");
-  verify->add_option("--cases", o->sel.files,
-                     "Case file(s) the folders were made from (default: smoke and regression)");
-  verify->add_option("--root", o->root, "Repository root holding cases/ and golden/");
-  verify->callback([o, &exit_code] {
-    const std::string root = o->out.empty() ? repo_root(o->root) + "/golden" : o->out;
-    // Each folder is checked against the case of its id in these (DESIGN: golden = smoke + regression).
-    auto current = golden_cases(repo_root(o->root), o->sel);
-    if (!current) {
-      exit_code = fail(current.status());
-      return;
-    }
-    // As for `run`: a case file whose case does not make a problem (bad params, over
-    // --max-case-bytes) is bad input, exit 2, before any folder is judged by it.
-    for (const auto& c : *current) {
-      if (auto problem = make_problem(c); !problem) {
-        exit_code = fail(problem.status());
-        return;
-      }
-    }
-    // Only the operators the case files cover: another operator's folders are not "removed".
-    std::vector<std::string> stems, dirs;
-    if (o->sel.ops.empty() && o->sel.files.empty()) {
-      for (const auto& op : all_ops()) stems.push_back(op.stem);
-      dirs = list_golden_dirs(root);  // folders of operators outside this build too
-    } else {
-      auto selected = selected_stems(o->sel, *current);
-      if (!selected) {
-        exit_code = fail(selected.status());
-        return;
-      }
-      stems = *selected;
-      for (const auto& stem : stems) {
-        auto d = list_golden_dirs(root, stem);
-        dirs.insert(dirs.end(), d.begin(), d.end());
-      }
-      std::sort(dirs.begin(), dirs.end());
-    }
-    // Every case golden files are made from must have its folder: `run --against golden` refuses
-    // a selection where one is missing. Known for the repository's golden/ and for an explicit
-    // --op or --cases; a folder given by --out alone may have been made from any subset.
-    const bool complete_set = o->out.empty() || !o->sel.ops.empty() || !o->sel.files.empty();
-    std::vector<std::string> missing;
-    for (const auto& c : *current) {
-      if (!complete_set) break;
-      if (c.expect != 0 || std::find(stems.begin(), stems.end(), c.op) == stems.end()) continue;
-      const std::string dir = golden_case_dir(root, c.op, c.id);
-      if (!std::binary_search(dirs.begin(), dirs.end(), dir)) {
-        missing.push_back(fmt::format("MISSING  {}: no golden folder for {}; run `opgate golden regen`", dir,
-                                      case_where(c)));
-      }
-    }
-    std::vector<std::string> leftovers;
-    for (const auto& stem : stems) {
-      for (const auto& l : find_golden_leftovers(root, stem)) {
-        leftovers.push_back(fmt::format(
-            "INTERRUPTED {}: {} of an interrupted regen (pid {}{}); `opgate golden regen --op {}` {}", l.path,
-            l.old ? "the previous folder of case '" + l.id + "', moved aside" : "a half-written folder",
-            l.pid, l.owner_running ? ", still running" : "", stem, l.old ? "recovers or removes it" : "removes it"));
-      }
-    }
-    if (dirs.empty() && missing.empty() && leftovers.empty()) {
-      exit_code = fail(io_error(fmt::format("{}: no golden cases found", root)));
-      return;
-    }
-    int bad = 0;
-    for (const auto& dir : dirs) {
-      GoldenCheck g = verify_golden(dir, *current);
-      if (g.ok) {
-        fmt::print("ok       {}\n", dir);
-        continue;
-      }
-      ++bad;
-      std::string also;
-      for (size_t i = 1; i < g.causes.size(); ++i) also += (i == 1 ? " (also: " : ", ") + g.causes[i];
-      fmt::print("MISMATCH {}: {}{}\n", dir, g.cause, also.empty() ? "" : also + ")");
-      for (const auto& d : g.details) fmt::print("    {}\n", d);
-    }
-    for (const auto& line : missing) fmt::print("{}\n", line);
-    for (const auto& line : leftovers) fmt::print("{}\n", line);
-    fmt::print("golden: {} case(s), {} ok, {} mismatched, {} missing, {} interrupted regen(s)\n", dirs.size(),
-               dirs.size() - static_cast<size_t>(bad), bad, missing.size(), leftovers.size());
-    exit_code = bad > 0 || !missing.empty() || !leftovers.empty() ? 1 : 0;
-  });
+  auto* verify_cmd = golden->add_subcommand("verify", "Recompute every golden case and diagnose differences");
+  verify_cmd->add_option("--op", o->sel.ops, "Operator(s) (default: all)");
+  verify_cmd->add_option("--out", o->out, "Golden root (default <root>/golden)");
+  verify_cmd->add_option("--cases", o->sel.files,
+                         "Case file(s) the folders were made from (default: smoke and regression)");
+  verify_cmd->add_option("--root", o->root, "Repository root holding cases/ and golden/");
+  verify_cmd->callback([o, &exit_code] { exit_code = verify(*o); });
 
   add_golden_diff(golden, exit_code);
 }
