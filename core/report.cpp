@@ -21,9 +21,28 @@
 #include "core/markup.h"
 #include "core/npy.h"
 #include "core/report_html.h"
+#include "core/report_junit.h"
 
 namespace opgate {
 namespace {
+
+// This machine's name, for the lock holder and junit.xml.
+std::string host_name() {
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = '\0';
+  return host;
+}
+
+// Now in UTC as YYYY-MM-DDTHH:MM:SS (junit's timestamp format: no zone suffix).
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+  return stamp;
+}
 
 constexpr size_t kSummaryFailures = 10;
 
@@ -208,15 +227,8 @@ Expected<std::shared_ptr<ReportFolder>> lock_folder(const std::string& dir) {
     return parse_error(fmt::format("{}: being written by {} ({}); wait for it to end or use another --out", dir,
                                    holder_text(folder->lock_fd), lock_path));
   }
-  char host[256] = "?";
-  ::gethostname(host, sizeof host - 1);
-  host[sizeof host - 1] = '\0';
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  const std::string holder = fmt::format("pid {} on host {} since {}\n", static_cast<long>(::getpid()), host, stamp);
+  const std::string holder =
+      fmt::format("pid {} on host {} since {}Z\n", static_cast<long>(::getpid()), host_name(), utc_timestamp());
   if (::ftruncate(folder->lock_fd, 0) != 0 ||
       ::pwrite(folder->lock_fd, holder.data(), holder.size(), 0) != static_cast<ssize_t>(holder.size())) {
     return io_error(fmt::format("{}: cannot write: {}", lock_path, errno_text()));
@@ -422,6 +434,8 @@ Status ReportWriter::append(const CaseResult& r) {
 
 Status ReportWriter::finish() {
   OPGATE_ASSIGN_OR_RETURN(auto results, read_results(dir_ + "/results.jsonl"));
+  // MISTRUSTED fails the gate with --strict, and then in summary.txt and junit.xml too.
+  const bool strict = run_info_.is_object() && run_info_.value("strict", false);
   VerdictCounts counts{};
   std::map<std::string, std::vector<const CaseResult*>> by_op;
   std::string failures;
@@ -429,7 +443,7 @@ Status ReportWriter::finish() {
   for (const auto& r : results) {
     ++counts[static_cast<size_t>(r.verdict)];
     by_op[r.op].push_back(&r);
-    if (verdict_fails(r.verdict, true)) {
+    if (verdict_fails(r.verdict, strict)) {
       if (n_failures++ < kSummaryFailures) {
         failures += fmt::format("{} {}: {}\n    repro: {}\n", verdict_name(r.verdict), r.id, r.reason, r.repro);
       }
@@ -444,34 +458,7 @@ Status ReportWriter::finish() {
   summary += counts_line(counts) + "\n";
   OPGATE_TRY(write_at_atomic(folder_->dir_fd, "summary.txt", summary, dir_ + "/summary.txt"));
 
-  std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  xml += fmt::format("<testsuites name=\"opgate\" tests=\"{}\">\n", results.size());
-  for (const auto& [op, rs] : by_op) {
-    int64_t failed = 0, skipped = 0;
-    double seconds = 0;
-    for (const auto* r : rs) {
-      failed += verdict_fails(r->verdict, false) ? 1 : 0;
-      skipped += r->verdict == Verdict::kSkipped ? 1 : 0;
-      seconds += r->total_ms / 1000;
-    }
-    xml += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
-                       xml_escape(op), rs.size(), failed, skipped, seconds);
-    for (const auto* r : rs) {
-      xml += fmt::format("    <testcase classname=\"{}.{}\" name=\"{}\" time=\"{:.3f}\">", xml_escape(op),
-                         xml_escape(r->tier), xml_escape(r->id), r->total_ms / 1000);
-      if (verdict_fails(r->verdict, false)) {
-        xml += fmt::format("<failure type=\"{}\" message=\"{}\">{}</failure>", verdict_name(r->verdict),
-                           xml_escape(r->reason), xml_escape(r->repro));
-      } else if (r->verdict == Verdict::kSkipped) {
-        xml += fmt::format("<skipped message=\"{}\"/>", xml_escape(r->reason));
-      } else if (r->verdict != Verdict::kPassed) {
-        xml += fmt::format("<system-out>{}: {}</system-out>", verdict_name(r->verdict), xml_escape(r->reason));
-      }
-      xml += "</testcase>\n";
-    }
-    xml += "  </testsuite>\n";
-  }
-  xml += "</testsuites>\n";
+  const std::string xml = render_junit(run_info_, results, utc_timestamp(), host_name());
   OPGATE_TRY(write_at_atomic(folder_->dir_fd, "junit.xml", xml, dir_ + "/junit.xml"));
   return write_at_atomic(folder_->dir_fd, "report.html", render_html_report(run_info_, results, counts),
                          dir_ + "/report.html");

@@ -153,22 +153,4 @@ CaseResult run_case_isolated(const Case& c, Backend& backend, const RunOptions& 
   return run_case_isolated(prepare_case(c, backend.name(), opt), backend, opt);
 }
 
-std::string describe_result(const CaseResult& r, int max_points) {
-  std::string out;
-  for (const auto& o : r.outputs) {
-    const CompareResult& c = o.compare;
-    if (c.passed) continue;
-    out += fmt::format("  output {} ({}): {}\n", c.name, c.standard, c.message);
-    int n = 0;
-    for (const ComparePoint& p : c.worst) {
-      if (n++ >= max_points) break;
-      out += fmt::format("    {:<28} {:<40} expected {} (as dtype {}) got {} diff {} allowed {}{}\n",
-                         nlohmann::json(p.index).dump(), p.where, number_text(p.expected),
-                         number_text(p.expected_rounded), number_text(p.got), number_text(p.abs_err),
-                         number_text(p.allowed), p.poison ? " [poison]" : "");
-    }
-  }
-  return out;
-}
-
 }  // namespace opgate

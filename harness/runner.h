@@ -8,6 +8,7 @@
 #include "core/backend.h"
 #include "core/case.h"
 #include "core/report.h"
+#include "core/result_text.h"  // describe_result, for the callers that print results
 #include "harness/backends.h"
 #include "harness/prepare.h"
 
@@ -20,9 +21,5 @@ CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt);
 // Runs one case in a forked child; a hang becomes TIMEOUT, a signal or abort CRASHED.
 CaseResult run_case_isolated(const PreparedCase& pc, Backend& backend, const RunOptions& opt);
 CaseResult run_case_isolated(const Case& c, Backend& backend, const RunOptions& opt);
-
-// Multi-line human-readable detail of a result: each failing output's worst elements with their
-// domain index, expected / got / diff.
-std::string describe_result(const CaseResult& r, int max_points = 5);
 
 }  // namespace opgate

@@ -221,6 +221,7 @@ nlohmann::json run_info(const RunFlags& f, const Backend& backend, size_t cases)
                       {"cases", cases},
                       {"repeat", f.repeat},
                       {"against", f.against}};
+  if (f.strict) info["strict"] = true;  // MISTRUSTED fails: summary.txt and junit.xml follow it too
   // What was selected: a resume must select the same cases.
   nlohmann::json selection{{"tiers", f.sel.tiers.empty() && f.sel.files.empty() && f.generate == 0
                                          ? std::vector<std::string>{"ci"}

@@ -10,7 +10,8 @@ preset="${1:-release}"
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev librapidcheck-dev nlohmann-json3-dev
           libfmt-dev libcli11-dev libssl-dev libsqlite3-dev libbenchmark-dev python3 ccache procps
           libopenblas-dev  # the dgemm peer of bench/ only (never linked into opgate)
-          chromium)        # the browser test of report.html (ctest -L browser)
+          chromium         # the browser test of report.html (ctest -L browser)
+          libxml2-utils)   # xmllint: junit.xml against the JUnit schema (cli.junit_test)
 if [ "$preset" = asan ] || [ "$preset" = fuzz ] || [ "${OPGATE_WITH_CLANG:-0}" = 1 ]; then
   packages+=(clang libclang-rt-14-dev)
 fi

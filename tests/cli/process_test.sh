@@ -93,7 +93,7 @@ for sig in INT TERM; do
   check "SIG$sig: the finished case is recorded, the interrupted one is not" \
     test "$(grep -c . "$out/results.jsonl")" -eq 1
   check "SIG$sig: summary.txt counts the finished case" grep -q "^cases:1 passed:1 " "$out/summary.txt"
-  check "SIG$sig: junit.xml holds one test" grep -q '<testsuites name="opgate" tests="1">' "$out/junit.xml"
+  check "SIG$sig: junit.xml holds one test" grep -q '<testsuites name="opgate" tests="1" failures="0" errors="0"' "$out/junit.xml"
   check "SIG$sig: stderr says what stopped the run" grep -q "^opgate: stopped by SIG$sig with 1 of $N_SLOW cases done" "$WORK/bg_err.txt"
   resume=$(sed -n 's/^opgate: continue with: opgate //p' "$WORK/bg_err.txt")
   check "SIG$sig: stderr prints the resume command" test -n "$resume"

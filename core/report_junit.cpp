@@ -1,0 +1,99 @@
+#include "core/report_junit.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/markup.h"
+#include "core/result_text.h"
+
+namespace opgate {
+namespace {
+
+bool is_infrastructure(Verdict v) {
+  return v == Verdict::kBackendError || v == Verdict::kInvalidCase || v == Verdict::kTimeout ||
+         v == Verdict::kCrashed;
+}
+
+struct SuiteCounts {
+  size_t tests = 0, failures = 0, errors = 0, skipped = 0;
+  double seconds = 0;
+};
+
+SuiteCounts count(const std::vector<const CaseResult*>& rs, bool strict) {
+  SuiteCounts c;
+  for (const CaseResult* r : rs) {
+    ++c.tests;
+    c.seconds += r->total_ms / 1000;
+    if (is_infrastructure(r->verdict)) {
+      ++c.errors;
+    } else if (verdict_fails(r->verdict, strict)) {
+      ++c.failures;
+    } else if (r->verdict == Verdict::kSkipped) {
+      ++c.skipped;
+    }
+  }
+  return c;
+}
+
+// The run settings, one property per top-level run.json field (objects as compact JSON).
+std::string properties(const nlohmann::json& run_info) {
+  std::string out = "    <properties>\n";
+  for (auto it = run_info.begin(); it != run_info.end(); ++it) {
+    const std::string value = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+    out += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml_escape(it.key()), xml_escape(value));
+  }
+  return out + "    </properties>\n";
+}
+
+// What a CI page shows under a red case: the reason, the worst elements, the repro command.
+std::string body(const CaseResult& r) {
+  return xml_escape(fmt::format("{}\n{}repro: {}", r.reason, describe_result(r), r.repro));
+}
+
+std::string testcase(const std::string& op, const CaseResult& r, bool strict) {
+  std::string xml = fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\">", xml_escape(op),
+                                xml_escape(r.id), r.total_ms / 1000);
+  const std::string attrs =
+      fmt::format("type=\"{}\" message=\"{}\"", verdict_name(r.verdict), xml_escape(r.reason));
+  if (is_infrastructure(r.verdict)) {
+    xml += fmt::format("<error {}>{}</error>", attrs, body(r));
+  } else if (verdict_fails(r.verdict, strict)) {
+    xml += fmt::format("<failure {}>{}</failure>", attrs, body(r));
+  } else if (r.verdict == Verdict::kSkipped) {
+    xml += fmt::format("<skipped message=\"{}\"/>", xml_escape(r.reason));
+  } else if (r.verdict != Verdict::kPassed) {
+    xml += fmt::format("<system-out>{}: {}</system-out>", verdict_name(r.verdict), xml_escape(r.reason));
+  }
+  return xml + "</testcase>\n";
+}
+
+}  // namespace
+
+std::string render_junit(const nlohmann::json& run_info, const std::vector<CaseResult>& results,
+                         const std::string& timestamp, const std::string& hostname) {
+  const bool strict = run_info.is_object() && run_info.value("strict", false);
+  std::map<std::string, std::vector<const CaseResult*>> by_op;
+  for (const CaseResult& r : results) by_op[r.op].push_back(&r);
+  std::vector<const CaseResult*> all;
+  for (const CaseResult& r : results) all.push_back(&r);
+  const SuiteCounts total = count(all, strict);
+  std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  xml += fmt::format("<testsuites name=\"opgate\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n",
+                     total.tests, total.failures, total.errors, total.seconds);
+  int id = 0;
+  for (const auto& [op, rs] : by_op) {
+    const SuiteCounts c = count(rs, strict);
+    xml += fmt::format(
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\" "
+        "timestamp=\"{}\" hostname=\"{}\" id=\"{}\" package=\"opgate\">\n",
+        xml_escape(op), c.tests, c.failures, c.errors, c.skipped, c.seconds, xml_escape(timestamp),
+        xml_escape(hostname), id++);
+    xml += run_info.is_object() && !run_info.empty() ? properties(run_info) : "";
+    for (const CaseResult* r : rs) xml += testcase(op, *r, strict);
+    xml += "  </testsuite>\n";
+  }
+  return xml + "</testsuites>\n";
+}
+
+}  // namespace opgate
