@@ -1,6 +1,8 @@
 // Case preparation: problem, golden folder and repro line, once per case.
 #include "harness/prepare.h"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "cases/registry.h"
@@ -14,6 +16,13 @@ std::string quote(const std::string& s) {
   return out + "'";
 }
 
+// `path` made absolute and normalised ("./cases/x.json" from /work -> "/work/cases/x.json").
+std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
 std::string shell_quote(const std::string& s) {
   if (s.find_first_of(" '\"$`\\|&;<>(){}*?!#~") == std::string::npos && !s.empty()) return s;
   return quote(s);
@@ -25,10 +34,12 @@ std::string repro_command(const Case& c, const std::string& backend, const RunOp
                           const std::string& report_dir) {
   // A case without a file replays from the report; its path is always quoted (a report folder may
   // be named anything).
-  const std::string source =
-      c.source.empty() ? quote(fmt::format("{}/failed/{}.json", report_dir, c.id)) : shell_quote(c.source);
-  std::string cmd = fmt::format("{} repro {} --id {} --backend {}", opt.repro_prefix, source, shell_quote(c.id),
-                                shell_quote(backend));
+  // Absolute paths, so the line can be pasted into any shell on the machine.
+  const std::string source = c.source.empty()
+                                 ? quote(fmt::format("{}/failed/{}.json", absolute_path(report_dir), c.id))
+                                 : shell_quote(absolute_path(c.source));
+  std::string cmd = fmt::format("{} repro {} --id {} --backend {}", shell_quote(opt.repro_prefix), source,
+                                shell_quote(c.id), shell_quote(backend));
   if (opt.against_golden) cmd += " --against golden";
   if (opt.repeat > 1) cmd += fmt::format(" --repeat {}", opt.repeat);
   return cmd;

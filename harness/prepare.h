@@ -22,7 +22,7 @@ struct RunOptions {
   bool isolate = true;             // each case in a child process
   double timeout_s = 600;          // per case, isolated runs only
   bool vacuity = true;
-  std::string repro_prefix = "opgate";  // how the repro line invokes the binary
+  std::string repro_prefix = "opgate";  // how the repro line invokes the binary (run: its absolute path)
 };
 
 // Where a run writes failed/<id>.json when the caller has no report folder (repro, tests).

@@ -87,14 +87,19 @@ std::vector<std::string> unique_files(const std::vector<std::string>& files) {
 
 }  // namespace
 
+std::string self_exe() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("opgate") : exe.string();
+}
+
 std::string repo_root(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (exists("cases") && exists("CMakeLists.txt")) return ".";
   // An installed opgate (`cmake --install`: <prefix>/bin/opgate) reads the case and golden files
   // installed with it, which match its code, rather than a source tree that may have moved on.
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
+  const std::filesystem::path exe = self_exe();
+  if (exe.has_parent_path()) {
     const auto installed = exe.parent_path().parent_path() / "share" / "opgate";
     if (exists((installed / "cases").string())) return installed.string();
   }

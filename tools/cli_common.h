@@ -21,6 +21,8 @@ constexpr int kExitUsage = 2;
 // The folder that holds cases/ and golden/: --root if given, else the current directory when it
 // has cases/ (a checkout), else <prefix>/share/opgate beside an installed <prefix>/bin/opgate, else
 // the source tree this binary was built from.
+// This binary's absolute path (/proc/self/exe), or "opgate" where it cannot be read.
+std::string self_exe();
 std::string repo_root(const std::string& flag);
 
 struct Selection {

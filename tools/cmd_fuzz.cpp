@@ -46,8 +46,7 @@ Expected<fs::path> fuzzer_dir(const FuzzOpts& o, const std::string& root) {
     candidates.push_back(o.fuzzer_dir);
   } else {
     if (const char* env = std::getenv("OPGATE_FUZZER_DIR")) candidates.push_back(env);
-    std::error_code ec;
-    candidates.push_back(fs::read_symlink("/proc/self/exe", ec).parent_path() / "fuzz");
+    candidates.push_back(fs::path(self_exe()).parent_path() / "fuzz");
     candidates.push_back(fs::path(root) / "build/fuzz/fuzz");
   }
   for (const auto& dir : candidates) {

@@ -72,6 +72,7 @@ RunOptions run_options(const RunFlags& f, const std::string& root) {
   o.golden_root = f.golden_root.empty() ? root + "/golden" : f.golden_root;
   o.isolate = !f.no_isolate;
   o.timeout_s = f.timeout_s;
+  o.repro_prefix = self_exe();  // a pasteable repro: `opgate` is seldom on PATH
   return o;
 }
 
