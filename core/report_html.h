@@ -1,5 +1,9 @@
-// report.html: a self-contained page (no scripts, no external files) with the run's counts, every
-// case's verdict and, per output, its error metrics and ULP histogram as an inline SVG bar chart.
+// report.html: one self-contained page (inline CSS, JS and SVG; nothing fetched) with the run's
+// counts and settings, a per-operator summary (counts by verdict, worst budget_used), the failing
+// cases first (reason, repro, link to failed/<id>.json, worst elements in domain terms), and every
+// case in a table filterable by operator, verdict and text and sortable by any column, with per
+// output its error metrics and ULP histogram. The filter is also read from and written to the URL
+// fragment (report.html#verdict=FAILED&op=...&text=...), so a filtered view is a shareable link.
 #pragma once
 
 #include <string>
