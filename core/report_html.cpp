@@ -242,6 +242,48 @@ std::string failures_section(const std::vector<CaseResult>& results) {
   return fmt::format("<section id=\"failures\"><h2>Failures ({})</h2>{}</section>", n, blocks);
 }
 
+const char* change_color(BaselineChange c) {
+  switch (c) {
+    case BaselineChange::kNewFailure:
+    case BaselineChange::kMissing:
+    case BaselineChange::kStillFailing: return "#c62828";
+    case BaselineChange::kDrift: return "#ef6c00";
+    case BaselineChange::kFixed: return "#2e7d32";
+    default: return "#757575";
+  }
+}
+
+// The findings against the baseline in diff_with_baseline's order (most serious first), with the
+// counts per change; unchanged cases only as a count.
+std::string baseline_section(const BaselineDiff& diff, const std::string& path) {
+  constexpr BaselineChange kChanges[] = {BaselineChange::kNewFailure, BaselineChange::kMissing,
+                                         BaselineChange::kDrift,      BaselineChange::kStillFailing,
+                                         BaselineChange::kFixed,      BaselineChange::kChanged,
+                                         BaselineChange::kNewCase};
+  std::string html = fmt::format("<section id=\"baseline\"><h2>Against the baseline</h2><p>baseline: "
+                                 "<code>{}</code></p><p id=\"baseline-counts\">",
+                                 esc(path));
+  for (BaselineChange c : kChanges) {
+    const int64_t n = diff.count(c);
+    if (n > 0) {
+      html += fmt::format("<span class=\"v\" style=\"background:{}\" data-change=\"{}\">{} {}</span> ",
+                          change_color(c), baseline_change_name(c), baseline_change_name(c), n);
+    }
+  }
+  html += fmt::format("unchanged {}</p>", diff.unchanged);
+  if (diff.findings.empty()) return html + "</section>";
+  html += "<table id=\"baseline-findings\"><tr><th>change</th><th>case</th><th>before</th><th>now</th>"
+          "<th>detail</th></tr>";
+  for (const BaselineFinding& f : diff.findings) {
+    html += fmt::format("<tr data-change=\"{}\"><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td>"
+                        "<td>{}</td></tr>",
+                        baseline_change_name(f.change), baseline_change_name(f.change), esc(f.id),
+                        f.before.empty() ? "(absent)" : esc(f.before), f.after.empty() ? "(not run)" : esc(f.after),
+                        esc(f.detail));
+  }
+  return html + "</table></section>";
+}
+
 std::string outputs_cell(const CaseResult& r) {
   std::string html;
   for (const auto& o : r.outputs) {
@@ -374,16 +416,20 @@ constexpr const char* kScript = R"JS(
 }  // namespace
 
 std::string render_html_report(const nlohmann::json& run_info, const std::vector<CaseResult>& results,
-                               const VerdictCounts& counts) {
+                               const VerdictCounts& counts, const BaselineDiff* baseline,
+                               const std::string& baseline_path) {
   std::string html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>opgate report</title><style>";
   html += kStyle;
   html += "</style></head><body><h1>opgate report</h1>"
           "<p><a href=\"#ops\">operators</a> &middot; <a href=\"#failures\">failures</a> &middot; "
-          "<a href=\"#cases\">all cases</a></p>";
+          "<a href=\"#cases\">all cases</a>";
+  if (baseline != nullptr) html += " &middot; <a href=\"#baseline\">baseline</a>";
+  html += "</p>";
   html += verdict_counts(counts);
   html += settings_table(run_info);
   html += operator_summary(results);
   html += failures_section(results);
+  if (baseline != nullptr) html += baseline_section(*baseline, baseline_path);
   html += case_table(results);
   html += "<script>";
   html += kScript;

@@ -241,6 +241,39 @@ TEST(ReportHtml, ids_and_operators_are_escaped_in_text_attributes_and_links) {
   EXPECT_NE(html.find("href=\"failed/a%3Cb%26c%22d.json\""), std::string::npos) << html;
 }
 
+TEST(ReportHtml, a_run_gated_against_a_baseline_shows_the_change_counts_and_findings) {
+  const std::vector<CaseResult> results = {case_of("c.new", "op", Verdict::kFailed, 2),
+                                           case_of("c.drift", "op", Verdict::kPassed, 0.75)};
+  BaselineDiff diff;
+  diff.findings.push_back({BaselineChange::kNewFailure, "c.new", "PASSED", "FAILED", "reason of c.new"});
+  diff.findings.push_back({BaselineChange::kMissing, "c.gone", "PASSED", "", ""});
+  diff.findings.push_back({BaselineChange::kDrift, "c.drift", "PASSED", "PASSED", "y: tolerance used 0.25 -> 0.75"});
+  diff.findings.push_back({BaselineChange::kNewCase, "c<x", "", "PASSED", ""});
+  diff.unchanged = 40;
+  const std::string html =
+      render_html_report(nlohmann::json::object(), results, counts_of(results), &diff, "baselines/emu");
+  const std::string section = slice(html, "<section id=\"baseline\">", "</section>");
+  ASSERT_FALSE(section.empty()) << html;
+  EXPECT_NE(section.find("<code>baselines/emu</code>"), std::string::npos) << section;
+  for (const char* shown : {"NEW_FAILURE 1", "MISSING 1", "DRIFT 1", "NEW_CASE 1", "unchanged 40"}) {
+    EXPECT_NE(section.find(shown), std::string::npos) << shown << " in " << section;
+  }
+  EXPECT_EQ(section.find("FIXED"), std::string::npos) << "no count for a change that did not happen";
+  EXPECT_NE(section.find("<td>DRIFT</td><td><code>c.drift</code></td><td>PASSED</td><td>PASSED</td>"
+                         "<td>y: tolerance used 0.25 -&gt; 0.75</td>"),
+            std::string::npos)
+      << section;
+  EXPECT_NE(section.find("<td>MISSING</td><td><code>c.gone</code></td><td>PASSED</td><td>(not run)</td>"),
+            std::string::npos)
+      << section;
+  EXPECT_NE(section.find("<td>NEW_CASE</td><td><code>c&lt;x</code></td><td>(absent)</td>"), std::string::npos)
+      << section;
+  EXPECT_LT(section.find("c.new"), section.find("c.gone"));  // the diff's order, most serious first
+  // Without a baseline there is no such section.
+  EXPECT_EQ(render_html_report(nlohmann::json::object(), results, counts_of(results)).find("id=\"baseline\""),
+            std::string::npos);
+}
+
 TEST(ReportHtml, the_page_is_self_contained) {
   const std::vector<CaseResult> results = {case_of("c.f", "op", Verdict::kFailed, 2)};
   const std::string html = render_html_report(nlohmann::json::object(), results, counts_of(results));
