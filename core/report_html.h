@@ -1,5 +1,11 @@
-// report.html: a self-contained page (no scripts, no external files) with the run's counts, every
-// case's verdict and, per output, its error metrics and ULP histogram as an inline SVG bar chart.
+// report.html: one self-contained page (inline CSS, JS and SVG; nothing fetched) with the run's
+// counts and settings, a per-operator summary (counts by verdict, worst budget_used), the failing
+// cases first (reason, repro, link to failed/<id>.json, worst elements in domain terms), and every
+// case in a table filterable by operator, verdict and text and sortable by any column, with per
+// output its error metrics and ULP histogram. The filter is also read from and written to the URL
+// fragment (report.html#verdict=FAILED&op=...&text=...), so a filtered view is a shareable link.
+// With `baseline` (a run gated with --baseline), a section with the change counts and each finding
+// (new failures, missing cases, drift, ...) against the baseline at `baseline_path`.
 #pragma once
 
 #include <string>
@@ -7,11 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/baseline.h"
 #include "core/report.h"
 
 namespace opgate {
 
 std::string render_html_report(const nlohmann::json& run_info, const std::vector<CaseResult>& results,
-                               const VerdictCounts& counts);
+                               const VerdictCounts& counts, const BaselineDiff* baseline = nullptr,
+                               const std::string& baseline_path = "");
 
 }  // namespace opgate

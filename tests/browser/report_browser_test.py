@@ -3,11 +3,18 @@
 
 Usage: report_browser_test.py <opgate binary> <source dir> <scratch dir>
 
-A fault-backend run of one operator's ci tier gives a report with both PASSED and FAILED cases.
-Chromium renders it offline (file://, networking off); the test then checks what a CI owner sees:
+A fault-backend run of two operators' ci tier (the fault breaks one of them) gives a report with
+PASSED and FAILED cases. Chromium renders it offline (file://, networking off); the test then checks
+what a CI owner sees:
   - the page loads and logs nothing to the console (no script errors, no blocked resources);
   - the verdict counts on the page are the ones summary.txt and results.jsonl give;
-  - every failing case is on the page with its repro command;
+  - the per-operator summary gives each operator's count per verdict as results.jsonl does;
+  - the failures section lists exactly the failing cases, in results.jsonl order, each with its
+    repro command and a link to failed/<id>.json that exists in the report folder;
+  - the case table's filters work: Chromium's --dump-dom cannot click, so the filter is set through
+    the URL fragment the page honours (report.html#verdict=FAILED, #op=..., #text=...; the same
+    links people share), and the rows the page leaves visible must be the ones results.jsonl
+    (or, for text, the row texts) say;
   - nothing is fetched from the network (the file is self-contained);
 and saves a screenshot, report.png, in the scratch folder for people to look at.
 """
@@ -19,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 
 
 def chromium():
@@ -59,12 +67,102 @@ class Text(html.parser.HTMLParser):
         self.text.append(data)
 
 
+class Structure(html.parser.HTMLParser):
+    """What the report's markup says: per-operator summary cells, failure blocks and their links,
+    case table rows (with their visibility and text), and the "N of M shown" line."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = {}          # op -> {verdict: count}
+        self.failures = []     # case ids, in page order
+        self.links = []        # href of each a.case-file
+        self.rows = []         # dicts: op, verdict, id, hidden, text
+        self.shown = ""
+        self._op = None        # the tr.op being read
+        self._cell = None      # (op, verdict) of the summary cell being read
+        self._row = None       # the tr.case being read
+        self._in_failure_summary = False
+        self._in_failure_id = False
+        self._in_shown = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "tr" and "op" in classes:
+            self._op = a["data-op"]
+            self.ops[self._op] = {}
+        elif tag == "td" and self._op is not None and "data-verdict" in a:
+            self._cell = (self._op, a["data-verdict"])
+        elif tag == "details" and "failure" in classes:
+            self._in_failure_summary = True
+        elif tag == "code" and self._in_failure_summary:
+            self.failures.append("")
+            self._in_failure_id = True
+        elif tag == "a" and "case-file" in classes:
+            self.links.append(a["href"])
+        elif tag == "tr" and "case" in classes:
+            self._row = {"op": a["data-op"], "verdict": a["data-verdict"], "id": a["data-id"],
+                         "hidden": "hidden" in a or "display:none" in (a.get("style") or "").replace(" ", ""),
+                         "text": ""}
+        elif tag == "span" and a.get("id") == "f-shown":
+            self._in_shown = True
+
+    def handle_endtag(self, tag):
+        if tag == "tr":
+            self._op = None
+            if self._row is not None:
+                self.rows.append(self._row)
+                self._row = None
+        elif tag == "td":
+            self._cell = None
+        elif tag == "code":
+            self._in_failure_id = False
+        elif tag == "summary":
+            self._in_failure_summary = False
+        elif tag == "span":
+            self._in_shown = False
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            op, verdict = self._cell
+            self.ops[op][verdict] = int(data.strip())
+        if self._in_failure_id:
+            self.failures[-1] += data
+        if self._row is not None:
+            self._row["text"] += data
+        if self._in_shown:
+            self.shown += data
+
+
+def rendered(browser, url, fragment, check):
+    """The page at url#fragment after its scripts ran, parsed; checks it logged nothing."""
+    dom, log = headless(browser, url + fragment, "--dump-dom")
+    console = [line for line in log.splitlines() if ":CONSOLE" in line]
+    check(not console, f"no console messages with '{fragment}': " + " | ".join(console[:3]))
+    page = Structure()
+    page.feed(dom)
+    return page
+
+
+def check_filter(browser, url, fragment, expected_ids, check):
+    """Opens the page filtered by fragment; the visible rows must be exactly expected_ids."""
+    page = rendered(browser, url, fragment, check)
+    visible = [r["id"] for r in page.rows if not r["hidden"]]
+    check(len(page.rows) > len(expected_ids) > 0, f"'{fragment}': a filter that keeps some rows and drops others "
+          f"({len(expected_ids)} of {len(page.rows)})")
+    check(sorted(visible) == sorted(expected_ids),
+          f"'{fragment}' shows exactly its {len(expected_ids)} rows (shows {len(visible)}: {visible[:3]})")
+    check(page.shown.strip() == f"{len(expected_ids)} of {len(page.rows)} cases shown",
+          f"'{fragment}' says how many rows it shows (says '{page.shown.strip()}')")
+
+
 def main():
     opgate, src, work = sys.argv[1:4]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     report = os.path.join(work, "report")
-    run = subprocess.run([opgate, "run", "--root", src, "--op", "moe_finalize_routing_v2_grad", "--tier", "ci",
+    run = subprocess.run([opgate, "run", "--root", src, "--op", "moe_finalize_routing_v2_grad", "--op", "ffn_worker_batching",
+                          "--tier", "ci",
                           "--backend", "fault:mfrg.scale_not_applied", "-q", "--out", report],
                          capture_output=True, text=True)
     failures = []
@@ -99,6 +197,36 @@ def main():
     missing = [case for case in failed_ids if case not in text]
     check(not missing, f"every failing case is on the page (missing {missing[:3]})")
     check(text.count("repro") >= len(failed_ids), "a repro command per failing case")
+
+    results = [json.loads(line) for line in open(os.path.join(report, "results.jsonl")) if line.strip()]
+    page = rendered(browser, url, "", check)
+    ops = sorted({r["op"] for r in results})
+    check(len(ops) == 2, f"the run covers two operators: {ops}")
+    check(sorted(page.ops) == ops, f"one summary row per operator: {sorted(page.ops)}")
+    for op in ops:
+        for verdict in counts:
+            n = sum(1 for r in results if r["op"] == op and r["verdict"] == verdict)
+            shown = page.ops.get(op, {}).get(verdict)
+            check(shown == n, f"the summary gives {op} {verdict} {n} (gives {shown})")
+    failing = [r["id"] for r in results if r["verdict"] != "PASSED"]
+    check(page.failures == failing, f"the failures section lists the {len(failing)} failing cases in order "
+          f"(lists {len(page.failures)}, first {page.failures[:2]})")
+    check(len(page.links) == len(failing), f"a case-file link per failure ({len(page.links)})")
+    for href in page.links:
+        target = os.path.join(report, urllib.parse.unquote(href))
+        check(not href.startswith("/") and os.path.isfile(target), f"the link {href} is relative and exists")
+    check(len(page.rows) == len(results) and not any(r["hidden"] for r in page.rows),
+          f"without a fragment every case is a visible row ({len(page.rows)} rows)")
+
+    check_filter(browser, url, "#verdict=FAILED", [r["id"] for r in results if r["verdict"] == "FAILED"], check)
+    check_filter(browser, url, "#op=ffn_worker_batching",
+                 [r["id"] for r in results if r["op"] == "ffn_worker_batching"], check)
+    check_filter(browser, url, "#op=moe_finalize_routing_v2_grad&verdict=PASSED",
+                 [r["id"] for r in results if r["op"] == "moe_finalize_routing_v2_grad" and r["verdict"] == "PASSED"],
+                 check)
+    word = "bf16"  # case ids name their dtype; the text filter matches the whole row's text, any case
+    check_filter(browser, url, "#text=" + word.upper(),
+                 [r["id"] for r in page.rows if word in r["text"].lower()], check)
 
     shot = os.path.join(work, "report.png")
     headless(browser, url, "--window-size=1400,1000", "--screenshot=" + shot)
