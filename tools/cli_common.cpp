@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "core/npy.h"
+#include "core/report_html.h"
 #include "cases/registry.h"
 #include "core/rng.h"
 
@@ -329,6 +330,12 @@ Expected<int> gate_against_baseline(const std::vector<CaseResult>& baseline, con
   nlohmann::json j = to_json(diff);
   j["baseline"] = f.path;
   OPGATE_TRY(write_file_atomic(report_dir + "/baseline.json", j.dump(2) + "\n"));
+  // report.html again, now with the baseline section (the run wrote it before the comparison).
+  OPGATE_ASSIGN_OR_RETURN(RunInfoFile run, read_run_info(report_dir));
+  VerdictCounts counts{};
+  for (const CaseResult& r : current) ++counts[static_cast<size_t>(r.verdict)];
+  OPGATE_TRY(write_file_atomic(report_dir + "/report.html",
+                               render_html_report(run.info, current, counts, &diff, f.path)));
   fmt::print("{}", text);
   BaselinePolicy policy;
   policy.allow_known_failures = f.allow_known_failures;

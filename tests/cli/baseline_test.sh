@@ -44,6 +44,7 @@ expect_error 2 "nowhere: no such report" baseline diff "$WORK/base" "$WORK/nowhe
 check "a results.jsonl report is judged" test $? -eq 0
 check "with nothing on stderr" test ! -s "$WORK/diff_err.txt"
 check "baseline.txt is written beside the results.jsonl" grep -q "^baseline .*new_failure:0 missing:0" "$WORK/merged/baseline.txt"
+check "report.html gains the baseline section" grep -q 'id="baseline"' "$WORK/merged/report.html"
 
 # --- diff: a report of another backend is compared, with one warning ---
 "$OPGATE" run --cases "$SMOKE" --backend "$FAULT" --out "$WORK/r_fault" -q >/dev/null 2>&1
