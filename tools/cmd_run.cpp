@@ -35,6 +35,8 @@ struct RunFlags {
   uint64_t seed = 1;
   std::string size = "medium";
   BaselineFlags baseline;
+  int max_failures = 0;   // > 0: stop after this many failing cases (-x: 1)
+  std::string last_failed;  // a report folder: rerun its failing cases (their failed/<id>.json)
   std::string history, kernel_rev;                       // --history FILE, --kernel-rev REV
   std::shared_ptr<history::HistoryRecorder> history_run;  // open while the run records into it
 };
@@ -173,7 +175,7 @@ std::string quoted(const std::string& s) {
 // The command that continues an interrupted run: the same selection and configuration (what
 // --resume checks against run.json), into the same folder.
 std::string resume_command(const RunFlags& f, const std::string& out) {
-  std::string cmd = "opgate run --resume --out " + quoted(out);
+  std::string cmd = quoted(self_exe()) + " run --resume --out " + quoted(out);
   auto add = [&](const char* flag, const std::string& value) { cmd += fmt::format(" {} {}", flag, quoted(value)); };
   if (!f.root.empty()) add("--root", f.root);
   if (f.backend != "emu") add("--backend", f.backend);
@@ -181,7 +183,12 @@ std::string resume_command(const RunFlags& f, const std::string& out) {
   for (const auto& tier : f.sel.tiers) add("--tier", tier);
   for (const auto& file : absolute_paths(f.sel.files)) add("--cases", file);
   if (!f.sel.filter.empty()) add("--filter", f.sel.filter);
-  if (!f.sel.shard.empty()) add("--shard", f.sel.shard);
+  // The shard as resolved, also when a scheduler's variables chose it (the resuming shell may not
+  // have them).
+  if (const auto shard = selected_shard(f.sel); shard && shard->second > 1) {
+    add("--shard", fmt::format("{}/{}", shard->first, shard->second));
+  }
+  if (f.max_failures > 0) add("--max-failures", std::to_string(f.max_failures));
   if (f.repeat != 1) add("--repeat", std::to_string(f.repeat));
   if (f.against != "reference") add("--against", f.against);
   if (!f.golden_root.empty()) add("--golden-root", f.golden_root);
@@ -254,9 +261,14 @@ void print_result(const CaseResult& r, size_t n, size_t total) {
 // Runs the cases the report does not hold yet, appending each result as it finishes (and recording
 // it into the history, with --history); stops early on SIGINT/SIGTERM.
 Status run_all(const std::vector<PreparedCase>& cases, Backend& backend, const RunOptions& opt, const RunFlags& f,
-               ReportWriter& writer) {
+               ReportWriter& writer, bool* stopped_at_max_failures) {
   size_t n = 0;
+  int failures = 0;
   for (const PreparedCase& pc : cases) {
+    if (f.max_failures > 0 && failures >= f.max_failures) {
+      *stopped_at_max_failures = true;
+      break;
+    }
     ++n;
     if (stop_signal() != 0) break;
     if (writer.done_ids().count(pc.c.id)) continue;
@@ -267,14 +279,19 @@ Status run_all(const std::vector<PreparedCase>& cases, Backend& backend, const R
     if (!f.quiet || verdict_fails(r.verdict, true)) print_result(r, n, cases.size());
     OPGATE_TRY(writer.append(r));
     if (f.history_run) OPGATE_TRY(f.history_run->record(r));
+    failures += verdict_fails(r.verdict, f.strict) ? 1 : 0;
   }
   return writer.finish();
 }
 
 // The exit code once the reports are written: the stop signal's, the gate's, or the baseline's.
 int conclude(const RunFlags& f, const ReportWriter& writer, size_t cases, const std::vector<CaseResult>& baseline,
-             const BaselineScope& scope) {
+             const BaselineScope& scope, bool stopped_at_max_failures) {
   fmt::print("{}\nreport: {}\n", counts_line(writer.counts()), writer.dir());
+  if (stopped_at_max_failures) {
+    fmt::print("stopped after {} failing case(s) (--max-failures {}): {} of {} cases ran; the rest with: {}\n",
+               f.max_failures, f.max_failures, writer.done_ids().size(), cases, resume_command(f, writer.dir()));
+  }
   if (const int sig = stop_signal(); sig != 0) {
     std::fflush(stdout);
     fmt::print(stderr, "opgate: stopped by {} with {} of {} cases done; the report holds them: {}\n",
@@ -303,8 +320,37 @@ Expected<std::vector<Case>> selected_cases(const RunFlags& f, const std::string&
   return cases;
 }
 
+// --last-failed REPORT: the report's failing cases become the selection, each from the
+// failed/<id>.json the report wrote (the case as it ran, generated ones included). Empty when
+// none failed.
+Expected<std::vector<std::string>> last_failed_files(const std::string& report) {
+  const std::filesystem::path given(report);
+  const std::string dir = given.filename() == "results.jsonl" ? given.parent_path().string() : report;
+  if (!std::filesystem::is_regular_file(dir + "/results.jsonl")) {
+    return parse_error(fmt::format("--last-failed {}: no such report ({}/results.jsonl is missing)", report, dir));
+  }
+  OPGATE_ASSIGN_OR_RETURN(std::vector<CaseResult> results, read_results(dir + "/results.jsonl"));
+  std::vector<std::string> files;
+  for (const CaseResult& r : results) {
+    if (!verdict_fails(r.verdict, true)) continue;
+    const std::string path = dir + "/failed/" + r.id + ".json";
+    if (!std::filesystem::is_regular_file(path)) return parse_error(fmt::format("--last-failed {}: {} is missing", report, path));
+    files.push_back(path);
+  }
+  return files;
+}
+
 int run_cases(RunFlags& f) {
   if (f.extreme_fills && f.generate == 0) return fail(parse_error("--extreme-fills needs --generate N"));
+  if (!f.last_failed.empty()) {
+    auto files = last_failed_files(f.last_failed);
+    if (!files) return fail(files.status());
+    if (files->empty()) {
+      fmt::print("--last-failed {}: no failing case; nothing to rerun\n", f.last_failed);
+      return 0;
+    }
+    f.sel.files = std::move(*files);
+  }
   const std::string root = repo_root(f.root);
   SelectionCounts counts;
   std::vector<std::string> skipped;
@@ -356,8 +402,9 @@ int run_cases(RunFlags& f) {
     fmt::print("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
                "report\n", shard->first, shard->second, counts.matched);
   }
-  if (Status st = run_all(*prepared, **backend, opt, f, *writer); !st.is_ok()) return fail(st);
-  return conclude(f, *writer, cases->size(), baseline, scope);
+  bool stopped_at_max_failures = false;
+  if (Status st = run_all(*prepared, **backend, opt, f, *writer, &stopped_at_max_failures); !st.is_ok()) return fail(st);
+  return conclude(f, *writer, cases->size(), baseline, scope, stopped_at_max_failures);
 }
 
 }  // namespace
@@ -375,9 +422,15 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-isolate", f->no_isolate, "Run cases in this process (for debuggers)");
   cmd->add_flag("--strict", f->strict, "MISTRUSTED cases fail the gate");
   cmd->add_flag("-q,--quiet", f->quiet, "Print failures only");
+  cmd->add_option("--max-failures", f->max_failures, "Stop after N failing cases (the reports hold what ran)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_flag_callback("-x", [f] { f->max_failures = 1; }, "Stop at the first failing case (--max-failures 1)");
+  auto* last = cmd->add_option("--last-failed", f->last_failed,
+                               "Rerun the failing cases of this report folder (from its failed/<id>.json)");
   cmd->add_option("--generate", f->generate, "Run N freshly generated cases per operator instead of case files")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   cmd->add_option("--seed", f->seed, "Generator seed for --generate");
+  last->excludes("--generate")->excludes("--cases")->excludes("--op")->excludes("--tier");
   cmd->add_option("--size", f->size, "Size budget for --generate: small, medium, large")
       ->check(CLI::IsMember({"small", "medium", "large"}));
   cmd->add_flag("--extreme-fills", f->extreme_fills,

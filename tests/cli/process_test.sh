@@ -95,10 +95,11 @@ for sig in INT TERM; do
   check "SIG$sig: summary.txt counts the finished case" grep -q "^cases:1 passed:1 " "$out/summary.txt"
   check "SIG$sig: junit.xml holds one test" grep -q '<testsuites name="opgate" tests="1" failures="0" errors="0"' "$out/junit.xml"
   check "SIG$sig: stderr says what stopped the run" grep -q "^opgate: stopped by SIG$sig with 1 of $N_SLOW cases done" "$WORK/bg_err.txt"
-  resume=$(sed -n 's/^opgate: continue with: opgate //p' "$WORK/bg_err.txt")
-  check "SIG$sig: stderr prints the resume command" test -n "$resume"
+  resume=$(sed -n 's/^opgate: continue with: //p' "$WORK/bg_err.txt")
+  check "SIG$sig: stderr prints the resume command, with this binary's absolute path" \
+    test "${resume%% *}" = "$(realpath "$OPGATE")"
   # The printed command, as printed (its quoting included), completes the run.
-  eval "\"\$OPGATE\" $resume" >/dev/null 2>"$WORK/err.txt"
+  eval "$resume" >/dev/null 2>"$WORK/err.txt"
   check "SIG$sig: the printed resume command completes the run" test $? -eq 0
   check "SIG$sig: after resume every case has one result" test "$(grep -c . "$out/results.jsonl")" -eq "$N_SLOW"
   check "SIG$sig: the resumed summary counts every case" grep -q "^cases:$N_SLOW passed:$N_SLOW " "$out/summary.txt"
