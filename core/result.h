@@ -3,6 +3,7 @@
 // core/result_json.h.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -38,6 +39,26 @@ struct OutputResult {
   CompareResult compare;
 };
 
+// Wall time of each stage of harness/stages.h in ms (issue 15 part 4); 0 for a stage the case did
+// not reach. `golden` is the golden-expected check of stage (5), `guards` stage (7) with the pristine
+// copy of the inputs it compares against, `compare` stage (9) with its plan. `transfer` is what the
+// child process costs a case run in isolation (fork, result to JSON, pipe, parse: the parent's wall
+// time minus the child's ms.total), so it is outside ms.total; the other stages lie inside it.
+struct StageTimes {
+  double parse = 0, validate = 0, fill = 0, reference = 0, pack = 0, golden = 0, device = 0, guards = 0, unpack = 0,
+         compare = 0, vacuity = 0, determinism = 0, transfer = 0;
+};
+struct StageField {
+  const char* name;  // the key in results.jsonl "stages_ms"
+  double StageTimes::*ms;
+};
+// Every stage in pipeline order: the one list the serializer, the parser and the summary read.
+const std::array<StageField, 13>& stage_fields();
+// summary.txt's "where the time went" line: each stage's total over `results`, largest first, with
+// its share of the sum; "" when nothing was timed.
+struct CaseResult;
+std::string stage_time_line(const std::vector<CaseResult>& results);
+
 struct CaseResult {
   std::string id;
   std::string op;
@@ -51,7 +72,8 @@ struct CaseResult {
   std::vector<std::string> warnings;  // findings that do not change the verdict (Backend::take_warnings)
   int repeats = 1;
   bool determinism_checked = false;
-  double fill_ms = 0, reference_ms = 0, device_ms = 0, total_ms = 0;
+  double fill_ms = 0, reference_ms = 0, device_ms = 0, total_ms = 0;  // reference_ms: stages 4-5
+  StageTimes stages_ms;
 };
 
 }  // namespace opgate

@@ -241,6 +241,8 @@ nlohmann::json to_json(const OutputResult& o) {
 nlohmann::json to_json(const CaseResult& r) {
   nlohmann::json outputs = nlohmann::json::array();
   for (const auto& o : r.outputs) outputs.push_back(to_json(o));
+  nlohmann::json stages = nlohmann::json::object();
+  for (const StageField& f : stage_fields()) stages[f.name] = r.stages_ms.*f.ms;
   nlohmann::json j{{"id", r.id},
                    {"op", r.op},
                    {"tier", r.tier},
@@ -252,6 +254,7 @@ nlohmann::json to_json(const CaseResult& r) {
                    {"determinism_checked", r.determinism_checked},
                    {"ms", {{"fill", r.fill_ms}, {"reference", r.reference_ms}, {"device", r.device_ms},
                            {"total", r.total_ms}}},
+                   {"stages_ms", std::move(stages)},
                    {"outputs", std::move(outputs)}};
   if (!r.warnings.empty()) j["warnings"] = r.warnings;
   if (!r.case_json.is_null()) j["case"] = r.case_json;
@@ -342,6 +345,11 @@ Expected<CaseResult> case_result_from_json(const nlohmann::json& j) {
       times.number("reference", r.reference_ms);
       times.number("device", r.device_ms);
       times.number("total", r.total_ms);
+      if (!times.ok()) return times.status();
+    }
+    if (const auto* stages = f.find("stages_ms")) {
+      FieldReader times(*stages, f.where() + ": field 'stages_ms'");
+      for (const StageField& field : stage_fields()) times.number(field.name, r.stages_ms.*field.ms);
       if (!times.ok()) return times.status();
     }
     if (const auto* outputs = f.find("outputs")) {

@@ -1,6 +1,7 @@
 // The per-case pipeline and its isolation in a child process.
 #include "harness/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -41,6 +42,15 @@ CaseResult finish(CaseResult r, Outcome outcome, Clock::time_point t0) {
   return r;
 }
 
+// Runs one stage and adds its wall time to `into`.
+template <class Stage>
+auto timed(double& into, Stage&& stage) {
+  const auto t = Clock::now();
+  auto out = stage();
+  into += ms_since(t);
+  return out;
+}
+
 // What stages (3)-(5) give the device stages: the canonical inputs, the expected values and the
 // packed input images.
 struct CaseData {
@@ -51,42 +61,52 @@ struct CaseData {
 
 // (3) fill, (4) reference, (5) pack and, against golden, the golden expected values; timed into r.
 stages::Staged<CaseData> compute_case_data(const PreparedCase& pc, const Problem& problem, CaseResult& r) {
-  auto t = Clock::now();
-  auto filled = stages::fill(problem, pc.c);
+  StageTimes& ms = r.stages_ms;
+  auto filled = timed(ms.fill, [&] { return stages::fill(problem, pc.c); });
   if (auto* outcome = std::get_if<Outcome>(&filled)) return *outcome;
-  r.fill_ms = ms_since(t);
-  t = Clock::now();
+  r.fill_ms = ms.fill;
   CaseData data{std::move(std::get<TensorMap>(filled)), {}, {}};
-  data.ref = stages::reference(problem, data.inputs);
-  data.packed = stages::pack(problem, data.inputs);
+  data.ref = timed(ms.reference, [&] { return stages::reference(problem, data.inputs); });
+  data.packed = timed(ms.pack, [&] { return stages::pack(problem, data.inputs); });
   if (pc.golden) {
-    auto expected = stages::golden_expected(std::move(data.ref), *pc.golden, data.packed);
+    auto expected =
+        timed(ms.golden, [&] { return stages::golden_expected(std::move(data.ref), *pc.golden, data.packed); });
     if (auto* outcome = std::get_if<Outcome>(&expected)) return *outcome;
     data.ref = std::move(std::get<RefOutputs>(expected));
   }
-  r.reference_ms = ms_since(t);
+  r.reference_ms = ms.reference + ms.pack + ms.golden;
   return data;
 }
 
 // (6) device through (11) determinism; the case's verdict.
 Outcome check_device(const Problem& problem, Backend& backend, const CaseData& data, FillMode fill,
                      const RunOptions& opt, CaseResult& r) {
-  const ComparePlan plan = problem.compare_plan(data.ref, fill);
-  TensorMap pristine;
-  for (const auto& [name, tensor] : data.packed) pristine[name] = tensor.clone();
-  const auto t = Clock::now();
-  auto run = stages::device(problem, backend, data.packed);
-  r.device_ms = ms_since(t);
+  StageTimes& ms = r.stages_ms;
+  const ComparePlan plan = timed(ms.compare, [&] { return problem.compare_plan(data.ref, fill); });
+  const TensorMap pristine = timed(ms.guards, [&] {
+    TensorMap copy;
+    for (const auto& [name, tensor] : data.packed) copy[name] = tensor.clone();
+    return copy;
+  });
+  auto run = timed(ms.device, [&] { return stages::device(problem, backend, data.packed); });
+  r.device_ms = ms.device;
   if (auto* outcome = std::get_if<Outcome>(&run)) return *outcome;
   const stages::DeviceRun& device = std::get<stages::DeviceRun>(run);
   r.warnings = device.warnings;
-  if (auto outcome = stages::guards_and_inputs(device, data.packed, pristine)) return *outcome;
-  const TensorMap got = stages::unpack(problem, device);
-  stages::Compared compared = stages::compare(problem, plan, data.ref, got, data.inputs);
+  if (auto outcome = timed(ms.guards, [&] { return stages::guards_and_inputs(device, data.packed, pristine); })) {
+    return *outcome;
+  }
+  const TensorMap got = timed(ms.unpack, [&] { return stages::unpack(problem, device); });
+  stages::Compared compared =
+      timed(ms.compare, [&] { return stages::compare(problem, plan, data.ref, got, data.inputs); });
   r.outputs = std::move(compared.outputs);
   if (compared.outcome) return *compared.outcome;
-  const auto vacuous = opt.vacuity ? stages::vacuity(plan, data.ref, got, r.outputs) : std::nullopt;
-  if (auto outcome = stages::determinism(problem, backend, data.packed, plan, data.ref, got, opt.repeat)) {
+  const auto vacuous = timed(ms.vacuity, [&] {
+    return opt.vacuity ? stages::vacuity(plan, data.ref, got, r.outputs) : std::nullopt;
+  });
+  if (auto outcome = timed(ms.determinism, [&] {
+        return stages::determinism(problem, backend, data.packed, plan, data.ref, got, opt.repeat);
+      })) {
     return *outcome;
   }
   r.determinism_checked = opt.repeat > 1;
@@ -100,10 +120,12 @@ Outcome check_device(const Problem& problem, Backend& backend, const CaseData& d
 CaseResult run_case(const PreparedCase& pc, Backend& backend, const RunOptions& opt) {
   const auto t0 = Clock::now();
   CaseResult r = result_header(pc, backend.name(), opt);
-  auto parsed = stages::parse(pc);
+  auto parsed = timed(r.stages_ms.parse, [&] { return stages::parse(pc); });
   if (auto* outcome = std::get_if<Outcome>(&parsed)) return finish(std::move(r), *outcome, t0);
   const Problem& problem = *std::get<const Problem*>(parsed);
-  if (auto outcome = stages::validate(pc, problem, backend)) return finish(std::move(r), *outcome, t0);
+  if (auto outcome = timed(r.stages_ms.validate, [&] { return stages::validate(pc, problem, backend); })) {
+    return finish(std::move(r), *outcome, t0);
+  }
   auto data = compute_case_data(pc, problem, r);
   if (auto* outcome = std::get_if<Outcome>(&data)) return finish(std::move(r), *outcome, t0);
   Outcome outcome = check_device(problem, backend, std::get<CaseData>(data), pc.c.fill, opt, r);
@@ -146,6 +168,7 @@ CaseResult run_case_isolated(const PreparedCase& pc, Backend& backend, const Run
   auto r = case_result_from_json(*j);
   if (!r) return finish(base, {Verdict::kCrashed, r.status().message()}, t0);
   r->case_json = base.case_json;
+  r->stages_ms.transfer = std::max(0.0, ms_since(t0) - r->total_ms);
   return *r;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Behaviour check for refactorings (issue 14): runs the same selections with two opgate binaries
 # and requires byte-identical reports once timings and the harness version are masked:
-# results.jsonl (the "ms" object removed), summary.txt, junit.xml (time attributes), failed/*.json,
+# results.jsonl (the "ms" and "stages_ms" objects removed), summary.txt (its "where the time went"
+# line removed), junit.xml (time attributes), failed/*.json,
 # report.html (its ms column), run.json, baseline.txt/json and the console output (per-case "N ms" masked).
 # Usage: tests/cli/report_identity.sh <opgate before> <opgate after> <source dir> <scratch dir>
 # Not a ctest: it needs a binary built from the commit before the change.
@@ -34,6 +35,9 @@ src, dst, folder = sys.argv[1:4]
 masks = [
     (re.compile(r'"ms":\{[^}]*\},'), ''),                  # results.jsonl: per-stage wall times
     (re.compile(r'\n\s*"ms": \{[^}]*\},'), ''),          # failed/<id>.json (pretty-printed)
+    (re.compile(r'"stages_ms":\{[^}]*\},'), ''),           # results.jsonl: each stage's wall time
+    (re.compile(r'\n\s*"stages_ms": \{[^}]*\},'), ''),   # failed/<id>.json (pretty-printed)
+    (re.compile(r'^where the time went: .*\n', re.M), ''),  # summary.txt: stage totals
     (re.compile(r' time="[0-9.]+"'), ' time="T"'),           # junit.xml
     (re.compile(r'"harness_version": ?"[^"]*"'), '"harness_version":"X"'),
     (re.compile(r'harness_version&quot;:&quot;[^&]*&quot;'), 'harness_version:X'),  # report.html

@@ -191,6 +191,20 @@ CaseResult full_result() {
   r.reference_ms = 1.5;
   r.device_ms = 2.75;
   r.total_ms = 5.125;
+  // Distinct binary fractions per stage, so a key read into the wrong member shows.
+  r.stages_ms.parse = 0.5;
+  r.stages_ms.validate = 0.75;
+  r.stages_ms.fill = 1.25;
+  r.stages_ms.reference = 2.5;
+  r.stages_ms.pack = 3.25;
+  r.stages_ms.golden = 4.5;
+  r.stages_ms.device = 5.75;
+  r.stages_ms.guards = 6.25;
+  r.stages_ms.unpack = 7.5;
+  r.stages_ms.compare = 8.75;
+  r.stages_ms.vacuity = 9.25;
+  r.stages_ms.determinism = 10.5;
+  r.stages_ms.transfer = 11.75;
   return r;
 }
 
@@ -220,6 +234,19 @@ TEST(ResultJson, every_field_round_trips) {
   EXPECT_EQ(back.reference_ms, 1.5);
   EXPECT_EQ(back.device_ms, 2.75);
   EXPECT_EQ(back.total_ms, 5.125);
+  EXPECT_EQ(back.stages_ms.parse, 0.5);
+  EXPECT_EQ(back.stages_ms.validate, 0.75);
+  EXPECT_EQ(back.stages_ms.fill, 1.25);
+  EXPECT_EQ(back.stages_ms.reference, 2.5);
+  EXPECT_EQ(back.stages_ms.pack, 3.25);
+  EXPECT_EQ(back.stages_ms.golden, 4.5);
+  EXPECT_EQ(back.stages_ms.device, 5.75);
+  EXPECT_EQ(back.stages_ms.guards, 6.25);
+  EXPECT_EQ(back.stages_ms.unpack, 7.5);
+  EXPECT_EQ(back.stages_ms.compare, 8.75);
+  EXPECT_EQ(back.stages_ms.vacuity, 9.25);
+  EXPECT_EQ(back.stages_ms.determinism, 10.5);
+  EXPECT_EQ(back.stages_ms.transfer, 11.75);
   ASSERT_EQ(back.outputs.size(), r.outputs.size());
   for (size_t i = 0; i < r.outputs.size(); ++i) {
     SCOPED_TRACE(i);
@@ -228,6 +255,41 @@ TEST(ResultJson, every_field_round_trips) {
   // The second trip writes the same text: nothing drifts through repeated reading and writing
   // (resume, merge and baselines rewrite results).
   EXPECT_EQ(to_json(back).dump(), to_json(r).dump());
+}
+
+// results.jsonl holds every stage under "stages_ms" by the names reports/README.md lists, and the
+// older "ms" object as before.
+TEST(ResultJson, stages_ms_holds_every_stage_by_name) {
+  const nlohmann::json j = to_json(full_result());
+  const nlohmann::json expected = {{"parse", 0.5},   {"validate", 0.75}, {"fill", 1.25},     {"reference", 2.5},
+                                   {"pack", 3.25},   {"golden", 4.5},    {"device", 5.75},   {"guards", 6.25},
+                                   {"unpack", 7.5},  {"compare", 8.75},  {"vacuity", 9.25},  {"determinism", 10.5},
+                                   {"transfer", 11.75}};
+  EXPECT_EQ(j.at("stages_ms"), expected);
+  EXPECT_EQ(j.at("ms"), (nlohmann::json{{"fill", 0.25}, {"reference", 1.5}, {"device", 2.75}, {"total", 5.125}}));
+}
+
+TEST(ResultJson, a_line_without_stages_ms_reads_as_untimed) {
+  auto r = case_result_from_json(nlohmann::json::parse(R"({"id": "a", "verdict": "PASSED", "ms": {"total": 3}})"));
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_EQ(r->total_ms, 3);
+  EXPECT_EQ(r->stages_ms.fill, 0);
+  EXPECT_EQ(r->stages_ms.transfer, 0);
+}
+
+// Totals by hand: fill 1+3 = 4, reference 2+0 = 2, device 0+2 = 2, transfer 0 + 0 (left out);
+// sum 8 ms, so 50 %, 25 %, 25 %; equal totals keep pipeline order (reference before device).
+TEST(ResultJson, stage_time_line_sorts_the_totals_with_their_shares) {
+  CaseResult a, b;
+  a.stages_ms.fill = 1;
+  a.stages_ms.reference = 2;
+  b.stages_ms.fill = 3;
+  b.stages_ms.device = 2;
+  EXPECT_EQ(stage_time_line({a, b}),
+            "where the time went: 0.008 s in stages: fill 0.004 s (50.0%), reference 0.002 s (25.0%), "
+            "device 0.002 s (25.0%)\n");
+  EXPECT_EQ(stage_time_line({CaseResult{}}), "");
+  EXPECT_EQ(stage_time_line({}), "");
 }
 
 TEST(ResultJson, a_default_result_round_trips) {
@@ -279,6 +341,8 @@ TEST(ResultJson, wrong_types_name_the_field) {
        "field 'kind': expected exact, tolerance, quantized or undefined"},
       {R"({"id": "a", "verdict": "PASSED", "outputs": [{"plan": {"dtype": "float7"}}]})", "field 'dtype'"},
       {R"({"id": "a", "verdict": "PASSED", "ms": {"total": "long"}})", "field 'total': expected a number"},
+      {R"({"id": "a", "verdict": "PASSED", "stages_ms": {"fill": "slow"}})", "field 'fill': expected a number"},
+      {R"({"id": "a", "verdict": "PASSED", "stages_ms": [1]})", "field 'stages_ms': expected an object"},
   };
   for (const auto& c : cases) {
     auto r = case_result_from_json(nlohmann::json::parse(c.line));

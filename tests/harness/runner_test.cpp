@@ -6,10 +6,12 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <string>
 
 #include <gtest/gtest.h>
 
 #include "cases/moe_finalize_routing_v2_grad.h"
+#include "core/result_json.h"
 
 namespace opgate {
 namespace {
@@ -163,6 +165,70 @@ TEST(RunnerIsolation, isolated_result_matches_in_process_result) {
   const CaseResult r = run_case_isolated(valid_case(), b, opt);
   EXPECT_EQ(r.verdict, Verdict::kPassed) << r.reason;
   EXPECT_EQ(r.outputs.size(), 2u);
+}
+
+// The stages lie one after the other inside ms.total, so their sum cannot exceed it; 1 us of slack
+// for the rounding of the separate clock readings.
+constexpr double kClockSlackMs = 1e-3;
+
+double sum_inside_total(const StageTimes& t) {
+  double sum = 0;
+  for (const StageField& f : stage_fields()) {
+    if (std::string(f.name) != "transfer") sum += t.*f.ms;
+  }
+  return sum;
+}
+
+TEST(RunnerStages, every_stage_is_recorded_non_negative_and_within_the_total) {
+  TestBackend b(Misbehave::kNone);
+  RunOptions opt;
+  opt.isolate = false;
+  opt.repeat = 2;  // reaches the determinism stage
+  const CaseResult r = run_case(valid_case(), b, opt);
+  ASSERT_EQ(r.verdict, Verdict::kPassed) << r.reason;
+  const nlohmann::json stages = to_json(r).at("stages_ms");
+  for (const char* key : {"parse", "validate", "fill", "reference", "pack", "golden", "device", "guards", "unpack",
+                          "compare", "vacuity", "determinism", "transfer"}) {
+    ASSERT_TRUE(stages.contains(key)) << key;
+    EXPECT_GE(stages.at(key).get<double>(), 0) << key;
+  }
+  EXPECT_EQ(stages.size(), 13u);
+  // Stages this passing case ran take time; against the reference there is no golden stage, and in
+  // this process no transfer.
+  for (double StageTimes::*ran : {&StageTimes::fill, &StageTimes::reference, &StageTimes::pack, &StageTimes::device,
+                                  &StageTimes::guards, &StageTimes::unpack, &StageTimes::compare,
+                                  &StageTimes::vacuity, &StageTimes::determinism}) {
+    EXPECT_GT(r.stages_ms.*ran, 0);
+  }
+  EXPECT_EQ(r.stages_ms.golden, 0);
+  EXPECT_EQ(r.stages_ms.transfer, 0);
+  EXPECT_LE(sum_inside_total(r.stages_ms), r.total_ms + kClockSlackMs);
+  // The older fields are the same clock readings: fill; reference and pack; the first device run.
+  EXPECT_EQ(r.fill_ms, r.stages_ms.fill);
+  EXPECT_EQ(r.reference_ms, r.stages_ms.reference + r.stages_ms.pack);
+  EXPECT_EQ(r.device_ms, r.stages_ms.device);
+}
+
+TEST(RunnerStages, an_isolated_case_carries_the_child_stages_and_its_transfer) {
+  TestBackend b(Misbehave::kNone);
+  const CaseResult r = run_case_isolated(valid_case(), b, RunOptions{});
+  ASSERT_EQ(r.verdict, Verdict::kPassed) << r.reason;
+  EXPECT_GT(r.stages_ms.device, 0);  // measured in the child, carried through the pipe
+  EXPECT_GT(r.stages_ms.transfer, 0);
+  EXPECT_LE(sum_inside_total(r.stages_ms), r.total_ms + kClockSlackMs);
+}
+
+TEST(RunnerStages, a_case_ended_early_times_only_the_stages_it_reached) {
+  Case c = valid_case();
+  c.params["hiddenSize"] = 3;  // parse fails
+  TestBackend b(Misbehave::kFail);
+  RunOptions opt;
+  opt.isolate = false;
+  const CaseResult r = run_case(c, b, opt);
+  ASSERT_EQ(r.verdict, Verdict::kInvalidCase);
+  EXPECT_EQ(r.stages_ms.fill, 0);
+  EXPECT_EQ(r.stages_ms.device, 0);
+  EXPECT_LE(sum_inside_total(r.stages_ms), r.total_ms + kClockSlackMs);
 }
 
 TEST(RunnerVacuity, identical_rows_are_trusted_through_the_element_perturbation) {
