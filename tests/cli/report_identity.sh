@@ -29,9 +29,9 @@ scenarios=(
 # Masks what legitimately differs between two builds and two runs: wall times, the harness
 # version and the report folder's path. Text-level, so number formatting is compared byte for byte.
 normalise() {
-  python3 - "$1" "$2" "$3" <<'PY'
+  python3 - "$1" "$2" "$3" "$4" <<'PY'
 import os, re, sys
-src, dst, folder = sys.argv[1:4]
+src, dst, folder, binary = sys.argv[1:5]
 masks = [
     (re.compile(r'"ms":\{[^}]*\},'), ''),                  # results.jsonl: per-stage wall times
     (re.compile(r'\n\s*"ms": \{[^}]*\},'), ''),          # failed/<id>.json (pretty-printed)
@@ -39,16 +39,21 @@ masks = [
     (re.compile(r'\n\s*"stages_ms": \{[^}]*\},'), ''),   # failed/<id>.json (pretty-printed)
     (re.compile(r'^where the time went: .*\n', re.M), ''),  # summary.txt: stage totals
     (re.compile(r' time="[0-9.]+"'), ' time="T"'),           # junit.xml
+    (re.compile(r' timestamp="[^"]*"'), ' timestamp="T"'),   # junit.xml: when each suite ran
+    (re.compile(r'<property name="harness_version" value="[^"]*"/>'), '<property name="harness_version" value="X"/>'),
+    (re.compile(r'<th>harness_version</th><td>[^<]*</td>'), '<th>harness_version</th><td>X</td>'),  # report.html
     (re.compile(r'"harness_version": ?"[^"]*"'), '"harness_version":"X"'),
     (re.compile(r'harness_version&quot;:&quot;[^&]*&quot;'), 'harness_version:X'),  # report.html
     (re.compile(r'<td>[0-9]+\.[0-9]</td></tr>'), '<td>T</td></tr>'),             # report.html ms
+    (re.compile(r'<td data-key="[-+.e0-9]+">[0-9]+\.[0-9]</td></tr>'), '<td>T</td></tr>'),  # sortable ms
 ]
 for root, _, files in os.walk(src):
     for name in files:
         if name == 'run.lock':
             continue  # the lock holder's pid and start time
         path = os.path.join(root, name)
-        text = open(path, encoding='utf-8').read().replace(folder, 'OUT')
+        # The repro lines name the binary that ran by its absolute path.
+        text = open(path, encoding='utf-8').read().replace(folder, 'OUT').replace(binary, 'OPGATE')
         for pattern, repl in masks:
             text = pattern.sub(repl, text)
         out = os.path.join(dst, os.path.relpath(path, src))
@@ -75,8 +80,8 @@ for entry in "${scenarios[@]}"; do
     echo "exit $?" >>"$scratch/$side.$name.out"
     set -e
     mkdir -p "$scratch/norm.$side/$name"
-    normalise "$scratch/$side/$name" "$scratch/norm.$side/$name" "$scratch/$side/$name"
-    sed -E -i 's/ +[0-9]+\.[0-9] ms / T ms /; s#'"$scratch/$side"'#OUT#g' "$scratch/$side.$name.out" "$scratch/$side.$name.err"
+    normalise "$scratch/$side/$name" "$scratch/norm.$side/$name" "$scratch/$side/$name" "$bin"
+    sed -E -i 's/ +[0-9]+\.[0-9] ms / T ms /; s#'"$scratch/$side"'#OUT#g; s#'"$bin"'#OPGATE#g' "$scratch/$side.$name.out" "$scratch/$side.$name.err"
     cp "$scratch/$side.$name.out" "$scratch/norm.$side/$name/console.out"
     cp "$scratch/$side.$name.err" "$scratch/norm.$side/$name/console.err"
   done
