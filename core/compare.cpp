@@ -321,6 +321,14 @@ void compare_element(const OutputCheck& check, const Tensor& expected, const Ten
   }
   if (poison) ++m.poison_left;
   if (!ok) ++m.mismatches;
+  if (!m.axis_budget.empty()) {
+    const int64_t row = i / (got.numel() / m.axis_rows);
+    const auto slice = static_cast<size_t>(row * static_cast<int64_t>(m.axis_budget.size()) / m.axis_rows);
+    const bool measurable = allowed > 0 && std::isfinite(abs_err);
+    const double share = measurable ? abs_err / allowed : 0.0;
+    const double v = ok ? share : (measurable ? std::max(share, 1.0) : CompareMetrics::kAxisFailing);
+    m.axis_budget[slice] = std::max(m.axis_budget[slice], v);
+  }
   if (!ok || abs_err > 0) add_point(x, judged, ok, poison, got, worst, r);
 }
 
@@ -423,12 +431,20 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
     balance.emplace(got.numel(), got.rank() >= 2 ? got.dim(got.rank() - 1) : got.numel(), check.balance_cluster);
   }
   Sums sums;
+  if (got.rank() >= 2 && got.dim(0) >= 2 && got.numel() > 0) {
+    r.metrics.axis_rows = got.dim(0);
+    r.metrics.axis_budget.assign(static_cast<size_t>(std::min(got.dim(0), CompareMetrics::kAxisSlices)), 0.0);
+  }
   for (int64_t i = 0; i < got.numel(); ++i) {
     if (!cared(care, i)) continue;
     compare_element(check, expected, got, magnitude, poison_bits, i, balance, sums, worst, r);
   }
   finish_metrics(sums, worst, r);
   decide(check, sums.worst_abs_er, balance, r);
+  if (r.passed) {  // the error picture is drawn for failing outputs only
+    r.metrics.axis_budget.clear();
+    r.metrics.axis_rows = 0;
+  }
   return r;
 }
 

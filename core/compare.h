@@ -114,6 +114,14 @@ struct CompareMetrics {
   // Largest |error| / allowance over finite elements with a nonzero allowance: how much of the
   // tolerance the worst element uses (1 = at the limit). Baselines track it to see drift early.
   double budget_used = 0;
+  // Where along the output's first dimension the error is (the error picture of report.html):
+  // for each slice of dim 0 (one index per slice, or consecutive indices sharing one of at most
+  // kAxisSlices), the largest |error| / allowance of its compared elements; a failing element with
+  // no allowance (exact checks, non-finite mismatches) counts kAxisFailing. Empty for rank < 2.
+  static constexpr int64_t kAxisSlices = 64;
+  static constexpr double kAxisFailing = 1e6;
+  int64_t axis_rows = 0;  // dim 0
+  std::vector<double> axis_budget;
 };
 
 struct CompareResult {

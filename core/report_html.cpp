@@ -215,6 +215,31 @@ std::string worst_table(const CompareResult& c) {
 // case table stays within reach on a run where everything fails.
 constexpr size_t kFailuresOpen = 10;
 
+// The error picture of a failing output: one cell per slice of its first dimension, coloured by
+// the largest share of the allowance used there (grey: within a tenth; amber: within the
+// allowance; red: beyond it), so a defect confined to some experts, heads or token rows shows as
+// a pattern. The cells' titles give the index range and the share.
+std::string axis_strip(const CompareMetrics& m, const std::string& output) {
+  if (m.axis_budget.empty() || m.axis_rows <= 0) return "";
+  const size_t n = m.axis_budget.size();
+  const int64_t width = static_cast<int64_t>(std::max<size_t>(4, 512 / n));
+  std::string svg = fmt::format(
+      "<p class=\"axis-label\"><small>{}: error along dim 0 ({} indices in {} cells; share of the allowance)"
+      "</small></p><svg class=\"axis\" width=\"{}\" height=\"18\" role=\"img\" data-output=\"{}\">",
+      esc(output), m.axis_rows, n, width * static_cast<int64_t>(n), esc(output));
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t lo = static_cast<int64_t>(k) * m.axis_rows / static_cast<int64_t>(n);
+    const int64_t hi = (static_cast<int64_t>(k) + 1) * m.axis_rows / static_cast<int64_t>(n) - 1;
+    const double v = m.axis_budget[k];
+    const char* fill = v > 1 ? "#c62828" : (v > 0.1 ? "#f9a825" : "#cfd8dc");
+    const std::string share = v >= CompareMetrics::kAxisFailing ? std::string("mismatch") : metric(v);
+    svg += fmt::format("<rect x=\"{}\" y=\"0\" width=\"{}\" height=\"18\" fill=\"{}\"><title>{}{}: {}</title></rect>",
+                       static_cast<int64_t>(k) * width, width - 1, fill, lo,
+                       hi > lo ? fmt::format("-{}", hi) : std::string(), share);
+  }
+  return svg + "</svg>";
+}
+
 std::string failure_block(const CaseResult& r, bool open) {
   std::string html = fmt::format("<details class=\"failure\" data-verdict=\"{}\"{}><summary>{} <code>{}</code> "
                                  "<small>{}</small></summary>",
@@ -225,7 +250,7 @@ std::string failure_block(const CaseResult& r, bool open) {
                       esc(r.repro), failed_href(r.id), esc(r.id));
   for (const auto& w : r.warnings) html += fmt::format("<p class=\"warning\">warning: {}</p>", esc(w));
   for (const auto& o : r.outputs) {
-    if (!o.compare.passed) html += worst_table(o.compare);
+    if (!o.compare.passed) html += axis_strip(o.compare.metrics, o.compare.name) + worst_table(o.compare);
   }
   return html + "</details>";
 }

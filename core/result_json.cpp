@@ -54,6 +54,13 @@ class FieldReader {
     out.assign(v->size(), 0);
     for (size_t i = 0; i < v->size() && ok(); ++i) read_integer(key, (*v)[i], out[i]);
   }
+  void numbers(const char* key, std::vector<double>& out) {
+    const auto* v = find(key);
+    if (v == nullptr) return;
+    if (!v->is_array()) return fail(key, "expected an array of numbers", *v);
+    out.assign(v->size(), 0.0);
+    for (size_t i = 0; i < v->size() && ok(); ++i) read_number(key, (*v)[i], out[i]);
+  }
   void histogram(const char* key, std::array<int64_t, 8>& out) {
     const auto* v = find(key);
     if (v == nullptr) return;
@@ -155,6 +162,8 @@ Expected<CompareMetrics> metrics_from_json(const nlohmann::json& j, const std::s
     f.number(key, *field);
   }
   f.histogram("ulp_hist", m.ulp_hist);
+  f.integer("axis_rows", m.axis_rows);
+  f.numbers("axis_budget", m.axis_budget);
   if (!f.ok()) return f.status();
   return m;
 }
@@ -166,6 +175,30 @@ Status enum_field(FieldReader& f, const char* key, const std::function<bool(cons
   f.text(key, name);
   if (f.ok() && v != nullptr && !set(name)) f.fail(key, what, *v);
   return f.status();
+}
+
+// The scalar metrics and the ULP histogram (every output has them).
+nlohmann::json metrics_json(const CompareMetrics& m) {
+  return {{"elements", m.elements},
+          {"compared", m.compared},
+          {"mismatches", m.mismatches},
+          {"poison_left", m.poison_left},
+          {"max_abs", num(m.max_abs)},
+          {"max_rel", num(m.max_rel)},
+          {"mere", num(m.mere)},
+          {"mare", num(m.mare)},
+          {"rmse", num(m.rmse)},
+          {"determined", m.determined},
+          {"error_balance", num(m.error_balance)},
+          {"balance_pos", m.balance_pos},
+          {"balance_neg", m.balance_neg},
+          {"balance_away", m.balance_away},
+          {"balance_toward", m.balance_toward},
+          {"balance_limit", num(m.balance_limit)},
+          {"cosine", num(m.cosine)},
+          {"max_ulp", num(m.max_ulp)},
+          {"budget_used", num(m.budget_used)},
+          {"ulp_hist", m.ulp_hist}};
 }
 
 }  // namespace
@@ -192,27 +225,16 @@ nlohmann::json to_json(const OutputCheck& c) {
 }
 
 nlohmann::json to_json(const CompareMetrics& m) {
-  return {{"elements", m.elements},
-          {"compared", m.compared},
-          {"mismatches", m.mismatches},
-          {"poison_left", m.poison_left},
-          {"max_abs", num(m.max_abs)},
-          {"max_rel", num(m.max_rel)},
-          {"mere", num(m.mere)},
-          {"mare", num(m.mare)},
-          {"rmse", num(m.rmse)},
-          {"determined", m.determined},
-          {"error_balance", num(m.error_balance)},
-          {"balance_pos", m.balance_pos},
-          {"balance_neg", m.balance_neg},
-          {"balance_away", m.balance_away},
-          {"balance_toward", m.balance_toward},
-          {"balance_limit", num(m.balance_limit)},
-          {"cosine", num(m.cosine)},
-          {"max_ulp", num(m.max_ulp)},
-          {"budget_used", num(m.budget_used)},
-          {"ulp_hist", m.ulp_hist}};
+  nlohmann::json j = metrics_json(m);
+  if (!m.axis_budget.empty()) {
+    j["axis_rows"] = m.axis_rows;
+    nlohmann::json cells = nlohmann::json::array();
+    for (double v : m.axis_budget) cells.push_back(num(v));
+    j["axis_budget"] = std::move(cells);
+  }
+  return j;
 }
+
 
 nlohmann::json to_json(const ComparePoint& p) {
   nlohmann::json j{{"index", p.index}, {"expected", num(p.expected)}, {"expected_rounded", num(p.expected_rounded)},

@@ -212,6 +212,15 @@ def main():
     check(page.failures == failing, f"the failures section lists the {len(failing)} failing cases in order "
           f"(lists {len(page.failures)}, first {page.failures[:2]})")
     check(len(page.links) == len(failing), f"a case-file link per failure ({len(page.links)})")
+    # The error pictures: every failing output with a first dimension of 2 or more (results.jsonl
+    # carries its axis_budget) draws one strip of cells along it; a red cell where the output is
+    # beyond its allowance.
+    pictured = sum(1 for r in results if r["verdict"] == "FAILED" for o in r.get("outputs", [])
+                   if not o.get("passed", True) and "axis_budget" in o.get("metrics", {}))
+    strips = re.findall(r"<svg class=\"axis\"[^>]*>(.*?)</svg>", dom, re.S)
+    check(pictured >= 40, f"most failing outputs have an error picture to draw ({pictured})")
+    check(len(strips) == pictured, f"an error picture per such output ({len(strips)} of {pictured})")
+    check(all('fill="#c62828"' in s for s in strips), "each picture marks where the output is beyond its allowance")
     for href in page.links:
         target = os.path.join(report, urllib.parse.unquote(href))
         check(not href.startswith("/") and os.path.isfile(target), f"the link {href} is relative and exists")

@@ -174,5 +174,32 @@ TEST(CompareBoundaries, the_row_swap_uses_only_rows_cared_for_in_every_column) {
   EXPECT_FALSE(vacuity_check(exact(DType::kF32), e, g, Tensor(), care).has_value());
 }
 
+TEST(CompareBoundaries, the_error_picture_follows_dim_0_of_a_failing_output) {
+  // Exact f32, 4 rows of 2: a mismatch in row 2 (no allowance: a mismatch counts kAxisFailing).
+  const CompareResult r = compare_output(exact(DType::kF32), f64({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8}),
+                                         of(DType::kF32, {4, 2}, {1, 2, 3, 4, 5, 9, 7, 8}), Tensor(), Tensor());
+  ASSERT_FALSE(r.passed);
+  EXPECT_EQ(r.metrics.axis_rows, 4);
+  EXPECT_EQ(r.metrics.axis_budget, (std::vector<double>{0, 0, CompareMetrics::kAxisFailing, 0}));
+  // allclose atol 1 over 100 rows of 1: 64 cells, row k in cell k * 64 / 100. Row 99 is 3 off
+  // (share 3), row 50 is 0.5 off (share 0.5, within: it passes), every other row exact.
+  OutputCheck c = tolerance(DType::kF64, Standard::kAllclose);
+  c.tol.atol = 1;
+  std::vector<double> e(100, 1.0), g(100, 1.0);
+  g[99] = 4;
+  g[50] = 1.5;
+  const CompareResult wide = compare_output(c, f64({100, 1}, e), of(DType::kF64, {100, 1}, g), Tensor(), Tensor());
+  ASSERT_FALSE(wide.passed);
+  ASSERT_EQ(wide.metrics.axis_budget.size(), 64u);
+  EXPECT_EQ(wide.metrics.axis_budget[63], 3);
+  EXPECT_EQ(wide.metrics.axis_budget[50 * 64 / 100], 0.5);
+  EXPECT_EQ(wide.metrics.axis_budget[0], 0);
+  // A passing output carries no picture; a vector has no dim-0 axis to draw.
+  g[99] = 1.5;
+  EXPECT_TRUE(compare_output(c, f64({100, 1}, e), of(DType::kF64, {100, 1}, g), Tensor(), Tensor()).metrics.axis_budget.empty());
+  const CompareResult flat = compare_output(exact(DType::kF32), f64({2}, {1, 2}), of(DType::kF32, {2}, {1, 3}), Tensor(), Tensor());
+  EXPECT_TRUE(flat.metrics.axis_budget.empty());
+}
+
 }  // namespace
 }  // namespace opgate

@@ -284,5 +284,27 @@ TEST(ReportHtml, the_page_is_self_contained) {
   EXPECT_NE(html.find("<style>"), std::string::npos);
 }
 
+TEST(ReportHtml, a_failing_output_draws_its_error_along_dim_0) {
+  // Four cells: within a tenth (grey), within the allowance (amber), beyond (red), a mismatch.
+  CompareResult c;
+  c.name = "y";
+  c.standard = "bound";
+  c.passed = false;
+  c.metrics.axis_rows = 8;
+  c.metrics.axis_budget = {0.05, 0.5, 3, CompareMetrics::kAxisFailing};
+  CaseResult r;
+  r.id = "op.case.f16.001";
+  r.op = "op";
+  r.verdict = Verdict::kFailed;
+  r.outputs.push_back(OutputResult{OutputCheck{}, c});
+  const std::string html = render_html_report(nlohmann::json::object(), {r}, VerdictCounts{});
+  EXPECT_NE(html.find("<svg class=\"axis\""), std::string::npos) << html;
+  EXPECT_NE(html.find("y: error along dim 0 (8 indices in 4 cells"), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#cfd8dc\"><title>0-1: 0.05</title>"), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#f9a825\"><title>2-3: 0.5</title>"), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#c62828\"><title>4-5: 3</title>"), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#c62828\"><title>6-7: mismatch</title>"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace opgate

@@ -61,6 +61,9 @@ void expect_same_metrics(const CompareMetrics& a, const CompareMetrics& b) {
   EXPECT_EQ(a.ulp_hist, b.ulp_hist);
   expect_same_number(a.max_ulp, b.max_ulp, "max_ulp");
   expect_same_number(a.budget_used, b.budget_used, "budget_used");
+  EXPECT_EQ(a.axis_rows, b.axis_rows);
+  ASSERT_EQ(a.axis_budget.size(), b.axis_budget.size());
+  for (size_t k = 0; k < a.axis_budget.size(); ++k) expect_same_number(a.axis_budget[k], b.axis_budget[k], "axis_budget");
 }
 
 void expect_same_plan(const OutputCheck& a, const OutputCheck& b) {
@@ -135,6 +138,8 @@ OutputResult bound_output(double twist) {
   m.ulp_hist = {1, 2, 3, 4, 5, 6, 7, INT64_MAX};
   m.max_ulp = 9;
   m.budget_used = 1.5;
+  m.axis_rows = 3;
+  m.axis_budget = {0.25, 1e6, 0.1 + 0.2};
   ComparePoint p;
   p.index = {1, 2, 3};
   p.expected = 1.5;
