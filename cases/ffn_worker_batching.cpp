@@ -192,7 +192,12 @@ Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j) {
     return parse_error(
         fmt::format("field 'params.maskValue': {} is not masked (masked ids are >= 1000000)", k.mask_value));
   }
-  p.token_size = hs > 0 ? hs : std::max<int64_t>(ref::payload_bytes(p), 1);
+  // The default is the payload, capped to the u32 field: a payload beyond it (an absurd H) then
+  // does not fit its token size, which validation rejects, and the case still writes back as
+  // parameters it reads (params_json round trip).
+  p.token_size = hs > 0 ? hs
+                        : std::min<int64_t>(std::max<int64_t>(ref::payload_bytes(p), 1),
+                                            std::numeric_limits<uint32_t>::max());
   p.out_num = p.need_schedule == 1 ? 0 : out_num >= 0 ? out_num : std::max<int64_t>(ref::dims(p).a, 0);
   return std::make_pair(p, k);
 }
