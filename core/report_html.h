@@ -18,8 +18,18 @@
 
 namespace opgate {
 
+// One output's budget_used over the last runs of the history (oldest first), for the trend chart
+// of a run recorded with --history. `failed[i]`: the output failed in that run; NaN: not measured.
+struct BudgetTrend {
+  std::string case_id, output;
+  std::vector<std::string> runs;  // labels, e.g. "run 7 (rev abc)"
+  std::vector<double> budget;
+  std::vector<bool> failed;
+};
+
 std::string render_html_report(const nlohmann::json& run_info, const std::vector<CaseResult>& results,
                                const VerdictCounts& counts, const BaselineDiff* baseline = nullptr,
-                               const std::string& baseline_path = "");
+                               const std::string& baseline_path = "",
+                               const std::vector<BudgetTrend>* trends = nullptr);
 
 }  // namespace opgate

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <regex>
 #include <set>
@@ -16,6 +17,8 @@
 
 #include "core/npy.h"
 #include "core/report_html.h"
+#include "history/history_db.h"
+#include "history/history_query.h"
 #include "cases/registry.h"
 #include "core/rng.h"
 
@@ -318,8 +321,44 @@ void add_baseline_flags(CLI::App* cmd, BaselineFlags& f, bool path_is_option) {
       ->check(CLI::Range(0.0, 1.0));
 }
 
+Status rewrite_report_html(const std::string& report_dir, const std::vector<CaseResult>& current,
+                           const BaselineDiff* diff, const std::string& baseline_path,
+                           const std::vector<BudgetTrend>* trends) {
+  OPGATE_ASSIGN_OR_RETURN(RunInfoFile run, read_run_info(report_dir));
+  VerdictCounts counts{};
+  for (const CaseResult& r : current) ++counts[static_cast<size_t>(r.verdict)];
+  return write_file_atomic(report_dir + "/report.html",
+                           render_html_report(run.info, current, counts, diff, baseline_path, trends));
+}
+
+Expected<std::vector<BudgetTrend>> history_trends(const std::string& history_path,
+                                                  const std::vector<CaseResult>& results, int64_t last) {
+  constexpr size_t kMaxTrends = 30;  // a red night's chart stays readable
+  OPGATE_ASSIGN_OR_RETURN(history::HistoryDb db, history::HistoryDb::open_for_reading(history_path));
+  std::vector<BudgetTrend> out;
+  for (const CaseResult& r : results) {
+    if (!verdict_fails(r.verdict, true)) continue;
+    for (const OutputResult& o : r.outputs) {
+      if (o.compare.passed || out.size() >= kMaxTrends) continue;
+      OPGATE_ASSIGN_OR_RETURN(history::Trend t, history::budget_trend(db, r.id, o.compare.name, last));
+      BudgetTrend bt{r.id, o.compare.name, {}, {}, {}};
+      for (const history::TrendPoint& p : t.points) {
+        const std::string& rev = p.result.run.kernel_rev;
+        bt.runs.push_back(fmt::format("run {}{}", p.result.run.run_id, rev.empty() ? "" : " (" + rev + ")"));
+        const auto b = p.budget_used.find(o.compare.name);
+        bt.budget.push_back(b == p.budget_used.end() ? std::numeric_limits<double>::quiet_NaN() : b->second);
+        const auto passed = p.passed.find(o.compare.name);
+        bt.failed.push_back(passed != p.passed.end() && !passed->second);
+      }
+      out.push_back(std::move(bt));
+    }
+  }
+  return out;
+}
+
 Expected<int> gate_against_baseline(const std::vector<CaseResult>& baseline, const BaselineFlags& f,
-                                    const std::string& report_dir, const BaselineScope& scope) {
+                                    const std::string& report_dir, const BaselineScope& scope,
+                                    const std::vector<BudgetTrend>* trends) {
   OPGATE_ASSIGN_OR_RETURN(std::vector<CaseResult> current, read_baseline(report_dir));
   // Judging an emu run against a device baseline (or the reverse) is legal but rarely meant.
   OPGATE_ASSIGN_OR_RETURN(std::string mismatch, baseline_config_mismatch(f.path, report_dir));
@@ -331,11 +370,7 @@ Expected<int> gate_against_baseline(const std::vector<CaseResult>& baseline, con
   j["baseline"] = f.path;
   OPGATE_TRY(write_file_atomic(report_dir + "/baseline.json", j.dump(2) + "\n"));
   // report.html again, now with the baseline section (the run wrote it before the comparison).
-  OPGATE_ASSIGN_OR_RETURN(RunInfoFile run, read_run_info(report_dir));
-  VerdictCounts counts{};
-  for (const CaseResult& r : current) ++counts[static_cast<size_t>(r.verdict)];
-  OPGATE_TRY(write_file_atomic(report_dir + "/report.html",
-                               render_html_report(run.info, current, counts, &diff, f.path)));
+  OPGATE_TRY(rewrite_report_html(report_dir, current, &diff, f.path, trends));
   fmt::print("{}", text);
   BaselinePolicy policy;
   policy.allow_known_failures = f.allow_known_failures;

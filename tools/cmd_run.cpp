@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -299,10 +300,22 @@ int conclude(const RunFlags& f, const ReportWriter& writer, size_t cases, const 
     fmt::print(stderr, "opgate: continue with: {}\n", resume_command(f, writer.dir()));
     return 128 + sig;
   }
+  // With --history, report.html gains the trend of each failing output over the recorded runs.
+  std::optional<std::vector<BudgetTrend>> trends;
+  if (f.history_run) {
+    auto current = read_results(writer.dir() + "/results.jsonl");
+    if (!current) return fail(current.status());
+    auto t = history_trends(f.history, *current);
+    if (!t) return fail(t.status());
+    trends = std::move(*t);
+    if (f.baseline.path.empty()) {
+      if (Status st = rewrite_report_html(writer.dir(), *current, nullptr, "", &*trends); !st.is_ok()) return fail(st);
+    }
+  }
   if (f.baseline.path.empty()) return gate_exit_code(writer.counts(), f.strict);
   BaselineFlags bf = f.baseline;
   bf.options.strict = f.strict;
-  auto code = gate_against_baseline(baseline, bf, writer.dir(), scope);
+  auto code = gate_against_baseline(baseline, bf, writer.dir(), scope, trends ? &*trends : nullptr);
   if (!code) return fail(code.status());
   return *code;
 }

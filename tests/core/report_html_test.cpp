@@ -306,5 +306,26 @@ TEST(ReportHtml, a_failing_output_draws_its_error_along_dim_0) {
   EXPECT_NE(html.find("fill=\"#c62828\"><title>6-7: mismatch</title>"), std::string::npos);
 }
 
+TEST(ReportHtml, a_history_trend_charts_budget_per_run_and_marks_failures) {
+  // Two runs: budget 0.5 (passed, green), then 3 (failed, red); on the log scale y = 36 - 32 *
+  // log10(1 + b) / log10(4): 0.5 -> 26.6, 3 -> 4.0, and the allowance line at b = 1 -> 20.0.
+  CaseResult r;
+  r.id = "op.case.f16.001";
+  r.op = "op";
+  r.verdict = Verdict::kFailed;
+  const std::vector<BudgetTrend> trends = {{"op.case.f16.001", "y", {"run 1", "run 2 (abc)"}, {0.5, 3.0}, {false, true}}};
+  const std::string html = render_html_report(nlohmann::json::object(), {r}, VerdictCounts{}, nullptr, "", &trends);
+  EXPECT_NE(html.find("<h2 id=\"trends\">"), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"trend\" data-id=\"op.case.f16.001\"><td><code>op.case.f16.001</code></td><td>y</td><td>2</td>"),
+            std::string::npos) << html;
+  EXPECT_NE(html.find("<circle cx=\"6.0\" cy=\"26.6\" r=\"3\" fill=\"#2e7d32\"><title>run 1: 0.5</title></circle>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<circle cx=\"234.0\" cy=\"4.0\" r=\"3\" fill=\"#c62828\"><title>run 2 (abc): 3 (failed)</title></circle>"),
+            std::string::npos);
+  EXPECT_NE(html.find("y1=\"20.0\""), std::string::npos);
+  // Without a history the section is absent.
+  EXPECT_EQ(render_html_report(nlohmann::json::object(), {r}, VerdictCounts{}).find("id=\"trends\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace opgate
