@@ -8,6 +8,11 @@
 #include <ctime>
 #include <filesystem>
 #include <optional>
+#include <thread>
+#include <set>
+#include <mutex>
+#include <condition_variable>
+#include <atomic>
 
 #include <fmt/format.h>
 
@@ -37,6 +42,7 @@ struct RunFlags {
   std::string size = "medium";
   BaselineFlags baseline;
   int max_failures = 0;   // > 0: stop after this many failing cases (-x: 1)
+  int jobs = 1;           // cases run at once, each in its own child (isolated runs only)
   std::string last_failed;  // a report folder: rerun its failing cases (their failed/<id>.json)
   std::string history, kernel_rev;                       // --history FILE, --kernel-rev REV
   std::shared_ptr<history::HistoryRecorder> history_run;  // open while the run records into it
@@ -190,6 +196,7 @@ std::string resume_command(const RunFlags& f, const std::string& out) {
     add("--shard", fmt::format("{}/{}", shard->first, shard->second));
   }
   if (f.max_failures > 0) add("--max-failures", std::to_string(f.max_failures));
+  if (f.jobs > 1) add("--jobs", std::to_string(f.jobs));
   if (f.repeat != 1) add("--repeat", std::to_string(f.repeat));
   if (f.against != "reference") add("--against", f.against);
   if (!f.golden_root.empty()) add("--golden-root", f.golden_root);
@@ -261,8 +268,87 @@ void print_result(const CaseResult& r, size_t n, size_t total) {
 
 // Runs the cases the report does not hold yet, appending each result as it finishes (and recording
 // it into the history, with --history); stops early on SIGINT/SIGTERM.
+// -j N: worker threads run the cases in isolated children, N at once, and hand each result back by
+// its index; the caller takes them in case order, so the reports are those of a serial run.
+class ParallelCases {
+ public:
+  ParallelCases(const std::vector<PreparedCase>& cases, Backend& backend, const RunOptions& opt,
+                const std::set<std::string>& done, int jobs)
+      : cases_(cases), results_(cases.size()) {
+    for (int w = 0; w < jobs; ++w) {
+      workers_.emplace_back([this, &backend, &opt, &done] {
+        for (size_t k = next_++; k < cases_.size(); k = next_++) {
+          std::optional<CaseResult> r;
+          if (!stop_ && stop_signal() == 0 && !done.count(cases_[k].c.id)) r = run_case_isolated(cases_[k], backend, opt);
+          const std::lock_guard<std::mutex> lock(mu_);
+          results_[k] = Slot{true, std::move(r)};
+          ready_.notify_all();
+        }
+      });
+    }
+  }
+  ~ParallelCases() {
+    stop_ = true;
+    for (auto& t : workers_) t.join();
+  }
+  // Case k's result once its worker has it; nullopt when it was not run (done, or stopped).
+  std::optional<CaseResult> take(size_t k) {
+    std::unique_lock<std::mutex> lock(mu_);
+    ready_.wait(lock, [&] { return results_[k].filled; });
+    return std::move(results_[k].result);
+  }
+  void stop() { stop_ = true; }
+
+ private:
+  struct Slot {
+    bool filled = false;
+    std::optional<CaseResult> result;
+  };
+  const std::vector<PreparedCase>& cases_;
+  std::vector<Slot> results_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::vector<std::thread> workers_;
+};
+
+// The parallel run: results are printed, appended and recorded in case order as they arrive.
+Status run_all_parallel(const std::vector<PreparedCase>& cases, Backend& backend, const RunOptions& opt,
+                        const RunFlags& f, ReportWriter& writer, bool* stopped_at_max_failures) {
+  int failures = 0;
+  Status status = Status::ok();
+  {
+    ParallelCases run(cases, backend, opt, writer.done_ids(), f.jobs);
+    for (size_t k = 0; k < cases.size(); ++k) {
+      if (f.max_failures > 0 && failures >= f.max_failures) {
+        *stopped_at_max_failures = true;
+        run.stop();
+        break;
+      }
+      std::optional<CaseResult> r = run.take(k);
+      if (stop_signal() != 0) {
+        run.stop();
+        break;
+      }
+      if (!r) continue;
+      if (!f.quiet || verdict_fails(r->verdict, true)) print_result(*r, k + 1, cases.size());
+      status = writer.append(*r);
+      if (status.is_ok() && f.history_run) status = f.history_run->record(*r);
+      if (!status.is_ok()) {
+        run.stop();
+        break;
+      }
+      failures += verdict_fails(r->verdict, f.strict) ? 1 : 0;
+    }
+  }
+  OPGATE_TRY(status);
+  return writer.finish();
+}
+
 Status run_all(const std::vector<PreparedCase>& cases, Backend& backend, const RunOptions& opt, const RunFlags& f,
                ReportWriter& writer, bool* stopped_at_max_failures) {
+  if (f.jobs > 1 && opt.isolate) return run_all_parallel(cases, backend, opt, f, writer, stopped_at_max_failures);
   size_t n = 0;
   int failures = 0;
   for (const PreparedCase& pc : cases) {
@@ -355,6 +441,8 @@ Expected<std::vector<std::string>> last_failed_files(const std::string& report) 
 
 int run_cases(RunFlags& f) {
   if (f.extreme_fills && f.generate == 0) return fail(parse_error("--extreme-fills needs --generate N"));
+  // One NPU context per worker needs --devices, which the ascend backend does not take yet.
+  if (f.jobs > 1 && f.backend == "ascend") return fail(parse_error("-j/--jobs > 1 runs on emu and fault backends only"));
   if (!f.last_failed.empty()) {
     auto files = last_failed_files(f.last_failed);
     if (!files) return fail(files.status());
@@ -415,6 +503,10 @@ int run_cases(RunFlags& f) {
     fmt::print("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
                "report\n", shard->first, shard->second, counts.matched);
   }
+  if (f.jobs > 1) {
+    // --threads (or the cores) is the whole run's budget: each of the N case children gets a share.
+    math::set_threads(std::max<int64_t>(1, math::threads() / f.jobs));
+  }
   bool stopped_at_max_failures = false;
   if (Status st = run_all(*prepared, **backend, opt, f, *writer, &stopped_at_max_failures); !st.is_ok()) return fail(st);
   return conclude(f, *writer, cases->size(), baseline, scope, stopped_at_max_failures);
@@ -438,6 +530,8 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-failures", f->max_failures, "Stop after N failing cases (the reports hold what ran)")
       ->check(CLI::Range(1, 1000000));
   cmd->add_flag_callback("-x", [f] { f->max_failures = 1; }, "Stop at the first failing case (--max-failures 1)");
+  cmd->add_option("-j,--jobs", f->jobs, "Cases run at once, each in its own child process (default 1)")
+      ->check(CLI::Range(1, 256));
   auto* last = cmd->add_option("--last-failed", f->last_failed,
                                "Rerun the failing cases of this report folder (from its failed/<id>.json)");
   cmd->add_option("--generate", f->generate, "Run N freshly generated cases per operator instead of case files")
