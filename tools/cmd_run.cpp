@@ -268,6 +268,17 @@ void print_result(const CaseResult& r, size_t n, size_t total) {
 
 // Runs the cases the report does not hold yet, appending each result as it finishes (and recording
 // it into the history, with --history); stops early on SIGINT/SIGTERM.
+// One finished case, serial or parallel alike: printed, appended to the report, recorded into the
+// history, and counted towards --max-failures.
+Status take_result(const CaseResult& r, size_t n, size_t total, const RunFlags& f, ReportWriter& writer,
+                   int& failures) {
+  if (!f.quiet || verdict_fails(r.verdict, true)) print_result(r, n, total);
+  OPGATE_TRY(writer.append(r));
+  if (f.history_run) OPGATE_TRY(f.history_run->record(r));
+  failures += verdict_fails(r.verdict, f.strict) ? 1 : 0;
+  return Status::ok();
+}
+
 // -j N: worker threads run the cases in isolated children, N at once, and hand each result back by
 // its index; the caller takes them in case order, so the reports are those of a serial run.
 class ParallelCases {
@@ -332,14 +343,11 @@ Status run_all_parallel(const std::vector<PreparedCase>& cases, Backend& backend
         break;
       }
       if (!r) continue;
-      if (!f.quiet || verdict_fails(r->verdict, true)) print_result(*r, k + 1, cases.size());
-      status = writer.append(*r);
-      if (status.is_ok() && f.history_run) status = f.history_run->record(*r);
+      status = take_result(*r, k + 1, cases.size(), f, writer, failures);
       if (!status.is_ok()) {
         run.stop();
         break;
       }
-      failures += verdict_fails(r->verdict, f.strict) ? 1 : 0;
     }
   }
   OPGATE_TRY(status);
@@ -363,10 +371,7 @@ Status run_all(const std::vector<PreparedCase>& cases, Backend& backend, const R
     // An isolated case's child was killed by the stop: its verdict would be a lie. A case run in
     // this process finished, so it is kept.
     if (stop_signal() != 0 && opt.isolate) break;
-    if (!f.quiet || verdict_fails(r.verdict, true)) print_result(r, n, cases.size());
-    OPGATE_TRY(writer.append(r));
-    if (f.history_run) OPGATE_TRY(f.history_run->record(r));
-    failures += verdict_fails(r.verdict, f.strict) ? 1 : 0;
+    OPGATE_TRY(take_result(r, n, cases.size(), f, writer, failures));
   }
   return writer.finish();
 }
