@@ -16,19 +16,18 @@ std::string quote(const std::string& s) {
   return out + "'";
 }
 
-// `path` made absolute and normalised ("./cases/x.json" from /work -> "/work/cases/x.json").
+}  // namespace
+
 std::string absolute_path(const std::string& path) {
   std::error_code ec;
-  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
-  return ec ? path : abs.lexically_normal().string();
+  const std::filesystem::path abs = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  return ec ? path : abs.string();
 }
 
 std::string shell_quote(const std::string& s) {
-  if (s.find_first_of(" '\"$`\\|&;<>(){}*?!#~") == std::string::npos && !s.empty()) return s;
+  if (!s.empty() && s.find_first_of(" '\"$`\\|&;<>(){}*?!#~\t\n") == std::string::npos) return s;
   return quote(s);
 }
-
-}  // namespace
 
 std::string repro_command(const Case& c, const std::string& backend, const RunOptions& opt,
                           const std::string& report_dir) {

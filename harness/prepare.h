@@ -38,6 +38,12 @@ struct PreparedCase {
   std::string repro;  // the one-line command that reruns the case
 };
 
+// `path` absolute with `.`, `..` and existing links resolved: a repro or resume line names the same
+// file from any directory.
+std::string absolute_path(const std::string& path);
+// `s` as one shell word: unchanged when it holds nothing a shell interprets, else single-quoted.
+std::string shell_quote(const std::string& s);
+
 // Builds what running `c` on `backend` needs. Never fails: a case that makes no problem or has no
 // readable golden folder carries the error, which the runner reports as INVALID_CASE at the stage
 // where the case would have needed it (and `run` refuses before it starts).

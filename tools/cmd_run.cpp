@@ -167,23 +167,15 @@ Status check_out_is_not_baseline(const std::string& out, const std::string& base
 // Case files by absolute path, so a resume from another directory selects the same files.
 std::vector<std::string> absolute_paths(const std::vector<std::string>& files) {
   std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& file : files) out.push_back(std::filesystem::weakly_canonical(std::filesystem::absolute(file), ec));
+  for (const auto& file : files) out.push_back(absolute_path(file));
   return out;
-}
-
-std::string quoted(const std::string& s) {
-  if (!s.empty() && s.find_first_of(" '\"$`\\|&;<>(){}*?!#~\t\n") == std::string::npos) return s;
-  std::string out = "'";
-  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
 }
 
 // The command that continues an interrupted run: the same selection and configuration (what
 // --resume checks against run.json), into the same folder.
 std::string resume_command(const RunFlags& f, const std::string& out) {
-  std::string cmd = quoted(self_exe()) + " run --resume --out " + quoted(out);
-  auto add = [&](const char* flag, const std::string& value) { cmd += fmt::format(" {} {}", flag, quoted(value)); };
+  std::string cmd = shell_quote(self_exe()) + " run --resume --out " + shell_quote(out);
+  auto add = [&](const char* flag, const std::string& value) { cmd += fmt::format(" {} {}", flag, shell_quote(value)); };
   if (!f.root.empty()) add("--root", f.root);
   if (f.backend != "emu") add("--backend", f.backend);
   for (const auto& op : f.sel.ops) add("--op", op);
