@@ -43,8 +43,10 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel_) * element_size_; }
   std::vector<int64_t> strides() const { return contiguous_strides(shape_); }
 
-  uint8_t* data() { return storage_ ? storage_->data() + offset_ : nullptr; }
-  const uint8_t* data() const { return storage_ ? storage_->data() + offset_ : nullptr; }
+  // Never null for a defined tensor, even an empty one: memcpy/memset of 0 bytes from a null
+  // pointer is undefined behaviour (UBSan reports it), so empty storage points at a shared byte.
+  uint8_t* data() { return storage_ ? bytes() + offset_ : nullptr; }
+  const uint8_t* data() const { return storage_ ? bytes() + offset_ : nullptr; }
   template <class T>
   T* ptr() { return reinterpret_cast<T*>(data()); }
   template <class T>
@@ -81,6 +83,11 @@ class Tensor {
   size_t element_size_ = 4;  // cached dtype_size(dtype_)
   std::shared_ptr<std::vector<uint8_t>> storage_;
   size_t offset_ = 0;
+
+  uint8_t* bytes() const {
+    alignas(64) static uint8_t empty_storage[64] = {};
+    return storage_->empty() ? empty_storage : storage_->data();
+  }
 };
 
 // name -> tensor; names are the aclnn parameter names verbatim.

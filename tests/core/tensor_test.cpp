@@ -30,6 +30,17 @@ TEST(TensorFactory, default_is_undefined) {
   EXPECT_EQ(t.data(), nullptr);
 }
 
+// memcpy/memset of 0 bytes from a null pointer is undefined (the CI fuzz campaign's UBSan finding
+// with H = 0), so an empty defined tensor must still hand out a pointer.
+TEST(TensorFactory, empty_tensor_data_is_not_null) {
+  Tensor empty = Tensor::zeros(DType::kF16, {4, 0});
+  EXPECT_TRUE(empty.defined());
+  EXPECT_EQ(empty.nbytes(), 0u);
+  EXPECT_NE(empty.data(), nullptr);
+  EXPECT_NE(static_cast<const Tensor&>(empty).data(), nullptr);
+  EXPECT_NE(empty.ptr<uint16_t>(), nullptr);
+}
+
 TEST(TensorFactory, zeros_and_full) {
   Tensor z = Tensor::zeros(DType::kF32, {2, 3});
   EXPECT_TRUE(z.defined());
