@@ -21,6 +21,7 @@ struct RunOptions {
   std::string golden_root = "golden";
   bool isolate = true;             // each case in a child process
   double timeout_s = 600;          // per case, isolated runs only
+  int64_t child_threads = 0;       // threads of an isolated case's child (run -j); 0: this process's
   bool vacuity = true;
   std::string repro_prefix = "opgate";  // how the repro line invokes the binary (run: its absolute path)
 };

@@ -12,6 +12,7 @@
 #include "core/child_process.h"
 #include "core/json_read.h"
 #include "harness/stages.h"
+#include "reference/math/shared_parallel.h"
 
 namespace opgate {
 namespace {
@@ -141,6 +142,7 @@ CaseResult run_case_isolated(const PreparedCase& pc, Backend& backend, const Run
   const CaseResult base = result_header(pc, backend.name(), opt);
   const ChildOutcome child = run_in_child(
       [&] {
+        if (opt.child_threads > 0) math::set_threads(opt.child_threads);
         return to_json(run_case(pc, backend, opt)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       },
       opt.timeout_s);

@@ -8,11 +8,7 @@
 #include <ctime>
 #include <filesystem>
 #include <optional>
-#include <thread>
 #include <set>
-#include <mutex>
-#include <condition_variable>
-#include <atomic>
 
 #include <fmt/format.h>
 
@@ -26,6 +22,8 @@
 #include "reference/math/shared_parallel.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
+#include "tools/run_parallel.h"
+#include "tools/run_progress.h"
 
 namespace opgate::cli {
 namespace {
@@ -42,11 +40,19 @@ struct RunFlags {
   std::string size = "medium";
   BaselineFlags baseline;
   int max_failures = 0;   // > 0: stop after this many failing cases (-x: 1)
-  int jobs = 1;           // cases run at once, each in its own child (isolated runs only)
+  int jobs = 0;           // -j: cases run at once, each in its own child; 0: the default (effective_jobs)
+  std::vector<int> devices;  // --devices / OPGATE_ASCEND_DEVICES: one worker per NPU (ascend)
   std::string last_failed;  // a report folder: rerun its failing cases (their failed/<id>.json)
   std::string history, kernel_rev;                       // --history FILE, --kernel-rev REV
   std::shared_ptr<history::HistoryRecorder> history_run;  // open while the run records into it
 };
+
+// "0,1,2": the --devices list as typed.
+std::string devices_text(const std::vector<int>& devices) {
+  std::string s;
+  for (const int d : devices) s += (s.empty() ? "" : ",") + std::to_string(d);
+  return s;
+}
 
 // CLI::PositiveNumber would print its upper bound, DBL_MAX, in all its 309 digits.
 std::string positive_seconds(const std::string& text) {
@@ -188,7 +194,8 @@ std::string resume_command(const RunFlags& f, const std::string& out) {
     add("--shard", fmt::format("{}/{}", shard->first, shard->second));
   }
   if (f.max_failures > 0) add("--max-failures", std::to_string(f.max_failures));
-  if (f.jobs > 1) add("--jobs", std::to_string(f.jobs));
+  if (f.jobs > 0) add("--jobs", std::to_string(f.jobs));
+  if (!f.devices.empty()) add("--devices", devices_text(f.devices));
   if (f.repeat != 1) add("--repeat", std::to_string(f.repeat));
   if (f.against != "reference") add("--against", f.against);
   if (!f.golden_root.empty()) add("--golden-root", f.golden_root);
@@ -223,13 +230,15 @@ Expected<std::vector<PreparedCase>> prepare_all(const std::vector<Case>& cases, 
 }
 
 // run.json: the run's settings and selection, which --resume and merge check.
-nlohmann::json run_info(const RunFlags& f, const Backend& backend, size_t cases) {
+nlohmann::json run_info(const RunFlags& f, const Backend& backend, size_t cases, int jobs) {
   nlohmann::json info{{"harness_version", harness_version()},
                       {"backend", backend.probe()},
                       {"cases", cases},
                       {"repeat", f.repeat},
                       {"against", f.against}};
   if (f.strict) info["strict"] = true;  // MISTRUSTED fails: summary.txt and junit.xml follow it too
+  info["jobs"] = jobs;                   // informative: results do not depend on it (not a resume field)
+  if (!f.devices.empty()) info["devices"] = f.devices;
   // What was selected: a resume must select the same cases.
   nlohmann::json selection{{"tiers", f.sel.tiers.empty() && f.sel.files.empty() && f.generate == 0
                                          ? std::vector<std::string>{"ci"}
@@ -250,79 +259,54 @@ nlohmann::json run_info(const RunFlags& f, const Backend& backend, size_t cases)
 }
 
 // One result on the terminal: the verdict line, and for failures the worst elements and the repro.
-void print_result(const CaseResult& r, size_t n, size_t total) {
-  fmt::print("[{:>4}/{}] {:<15} {:<48} {:>9.1f} ms  {}\n", n, total, verdict_name(r.verdict), r.id, r.total_ms,
-             verdict_fails(r.verdict, true) || r.verdict != Verdict::kPassed ? r.reason : headline(r));
-  if (verdict_fails(r.verdict, true)) fmt::print("{}    repro: {}\n", describe_result(r), r.repro);
-  for (const auto& w : r.warnings) fmt::print("    warning: {}\n", w);
-  std::fflush(stdout);
+std::string result_text(const CaseResult& r, size_t n, size_t total) {
+  std::string s = fmt::format("[{:>4}/{}] {:<15} {:<48} {:>9.1f} ms  {}\n", n, total, verdict_name(r.verdict), r.id,
+                              r.total_ms,
+                              verdict_fails(r.verdict, true) || r.verdict != Verdict::kPassed ? r.reason : headline(r));
+  if (verdict_fails(r.verdict, true)) s += fmt::format("{}    repro: {}\n", describe_result(r), r.repro);
+  for (const auto& w : r.warnings) s += fmt::format("    warning: {}\n", w);
+  return s;
 }
 
-// Runs the cases the report does not hold yet, appending each result as it finishes (and recording
-// it into the history, with --history); stops early on SIGINT/SIGTERM.
-// One finished case, serial or parallel alike: printed, appended to the report, recorded into the
-// history, and counted towards --max-failures.
+// One finished case, serial or parallel alike: printed (above the progress line), appended to the
+// report, recorded into the history, and counted towards --max-failures.
 Status take_result(const CaseResult& r, size_t n, size_t total, const RunFlags& f, ReportWriter& writer,
-                   int& failures) {
-  if (!f.quiet || verdict_fails(r.verdict, true)) print_result(r, n, total);
+                   Progress& progress, int& failures) {
+  if (!f.quiet || verdict_fails(r.verdict, true)) progress.print(result_text(r, n, total));
   OPGATE_TRY(writer.append(r));
   if (f.history_run) OPGATE_TRY(f.history_run->record(r));
   failures += verdict_fails(r.verdict, f.strict) ? 1 : 0;
   return Status::ok();
 }
 
-// -j N: worker threads run the cases in isolated children, N at once, and hand each result back by
-// its index; the caller takes them in case order, so the reports are those of a serial run.
-class ParallelCases {
- public:
-  ParallelCases(const std::vector<PreparedCase>& cases, Backend& backend, const RunOptions& opt,
-                const std::set<std::string>& done, int jobs)
-      : cases_(cases), results_(cases.size()) {
-    for (int w = 0; w < jobs; ++w) {
-      workers_.emplace_back([this, &backend, &opt, &done] {
-        for (size_t k = next_++; k < cases_.size(); k = next_++) {
-          std::optional<CaseResult> r;
-          if (!stop_ && stop_signal() == 0 && !done.count(cases_[k].c.id)) r = run_case_isolated(cases_[k], backend, opt);
-          const std::lock_guard<std::mutex> lock(mu_);
-          results_[k] = Slot{true, std::move(r)};
-          ready_.notify_all();
-        }
-      });
-    }
-  }
-  ~ParallelCases() {
-    stop_ = true;
-    for (auto& t : workers_) t.join();
-  }
-  // Case k's result once its worker has it; nullopt when it was not run (done, or stopped).
-  std::optional<CaseResult> take(size_t k) {
-    std::unique_lock<std::mutex> lock(mu_);
-    ready_.wait(lock, [&] { return results_[k].filled; });
-    return std::move(results_[k].result);
-  }
-  void stop() { stop_ = true; }
+// The progress of these cases: each weighs its tensor bytes; those the report holds are done.
+std::unique_ptr<Progress> make_progress(const std::vector<PreparedCase>& cases, const std::vector<double>& weights,
+                                        const ReportWriter& writer) {
+  std::vector<bool> done;
+  for (const PreparedCase& pc : cases) done.push_back(writer.done_ids().count(pc.c.id) > 0);
+  return std::make_unique<Progress>(progress_style_of_this_process(), weights, done);
+}
 
- private:
-  struct Slot {
-    bool filled = false;
-    std::optional<CaseResult> result;
-  };
-  const std::vector<PreparedCase>& cases_;
-  std::vector<Slot> results_;
-  std::atomic<size_t> next_{0};
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::condition_variable ready_;
-  std::vector<std::thread> workers_;
-};
+std::vector<double> case_weights(const std::vector<PreparedCase>& cases) {
+  std::vector<double> weights;
+  for (const PreparedCase& pc : cases) {
+    weights.push_back(case_weight(pc.problem ? static_cast<double>(case_bytes(*pc.problem)) : 0.0));
+  }
+  return weights;
+}
 
 // The parallel run: results are printed, appended and recorded in case order as they arrive.
-Status run_all_parallel(const std::vector<PreparedCase>& cases, Backend& backend, const RunOptions& opt,
-                        const RunFlags& f, ReportWriter& writer, bool* stopped_at_max_failures) {
+Status run_all_parallel(const std::vector<PreparedCase>& cases, const std::vector<Backend*>& backends,
+                        const RunOptions& opt, const RunFlags& f, int jobs, ReportWriter& writer,
+                        bool* stopped_at_max_failures) {
   int failures = 0;
   Status status = Status::ok();
+  const std::vector<double> weights = case_weights(cases);
+  auto progress = make_progress(cases, weights, writer);
   {
-    ParallelCases run(cases, backend, opt, writer.done_ids(), f.jobs);
+    // The progress counts a case when its child ends; the report takes it in case order.
+    ParallelCases run(cases, weights, backends, opt, writer.done_ids(), jobs, math::threads(),
+                      [&](size_t k, const CaseResult& r) { progress->finished(k, verdict_fails(r.verdict, f.strict)); });
     for (size_t k = 0; k < cases.size(); ++k) {
       if (f.max_failures > 0 && failures >= f.max_failures) {
         *stopped_at_max_failures = true;
@@ -335,20 +319,23 @@ Status run_all_parallel(const std::vector<PreparedCase>& cases, Backend& backend
         break;
       }
       if (!r) continue;
-      status = take_result(*r, k + 1, cases.size(), f, writer, failures);
+      status = take_result(*r, k + 1, cases.size(), f, writer, *progress, failures);
       if (!status.is_ok()) {
         run.stop();
         break;
       }
     }
   }
+  progress.reset();
   OPGATE_TRY(status);
   return writer.finish();
 }
 
-Status run_all(const std::vector<PreparedCase>& cases, Backend& backend, const RunOptions& opt, const RunFlags& f,
-               ReportWriter& writer, bool* stopped_at_max_failures) {
-  if (f.jobs > 1 && opt.isolate) return run_all_parallel(cases, backend, opt, f, writer, stopped_at_max_failures);
+Status run_all(const std::vector<PreparedCase>& cases, const std::vector<Backend*>& backends, const RunOptions& opt,
+               const RunFlags& f, int jobs, ReportWriter& writer, bool* stopped_at_max_failures) {
+  if (jobs > 1 && opt.isolate) return run_all_parallel(cases, backends, opt, f, jobs, writer, stopped_at_max_failures);
+  Backend& backend = *backends.front();
+  auto progress = make_progress(cases, case_weights(cases), writer);
   size_t n = 0;
   int failures = 0;
   for (const PreparedCase& pc : cases) {
@@ -363,8 +350,10 @@ Status run_all(const std::vector<PreparedCase>& cases, Backend& backend, const R
     // An isolated case's child was killed by the stop: its verdict would be a lie. A case run in
     // this process finished, so it is kept.
     if (stop_signal() != 0 && opt.isolate) break;
-    OPGATE_TRY(take_result(r, n, cases.size(), f, writer, failures));
+    progress->finished(n - 1, verdict_fails(r.verdict, f.strict));
+    OPGATE_TRY(take_result(r, n, cases.size(), f, writer, *progress, failures));
   }
+  progress.reset();
   return writer.finish();
 }
 
@@ -436,10 +425,55 @@ Expected<std::vector<std::string>> last_failed_files(const std::string& report) 
   return files;
 }
 
+// Cases run at once: -j as given; else one per --devices NPU (ascend), one per thread of the
+// budget (emu, fault: --threads / OPGATE_THREADS, default the cores), or 1 (ascend on one NPU,
+// --no-isolate, where cases run in this process).
+Expected<int> effective_jobs(const RunFlags& f) {
+  const bool ascend = f.backend == "ascend";
+  if (!f.devices.empty() && !ascend) {
+    return parse_error(fmt::format("--devices {}: NPUs are for --backend ascend, not '{}'", devices_text(f.devices), f.backend));
+  }
+  if (ascend && f.jobs > 1 && f.devices.size() != static_cast<size_t>(f.jobs)) {
+    return parse_error(f.devices.empty()
+                           ? fmt::format("-j {} on ascend needs one NPU per worker: --devices (or OPGATE_ASCEND_DEVICES), "
+                                         "e.g. --devices 0,1", f.jobs)
+                           : fmt::format("-j {} with --devices {}: ascend runs one worker per NPU; drop -j", f.jobs,
+                                         devices_text(f.devices)));
+  }
+  if (f.no_isolate) {
+    if (f.jobs > 1 || f.devices.size() > 1) return parse_error("-j/--devices run cases in child processes; drop --no-isolate");
+    return 1;
+  }
+  if (f.jobs > 0) return f.jobs;
+  if (ascend) return std::max<int>(1, static_cast<int>(f.devices.size()));
+  return static_cast<int>(std::clamp<int64_t>(math::threads(), 1, 256));
+}
+
+// The run's backends: one per --devices NPU (each probed, each its own context in its children),
+// else the one backend that every worker shares.
+Expected<std::vector<std::unique_ptr<Backend>>> make_backends(const RunFlags& f) {
+  std::vector<std::unique_ptr<Backend>> out;
+  if (f.devices.empty()) {
+    OPGATE_ASSIGN_OR_RETURN(auto backend, make_backend(f.backend));
+    out.push_back(std::move(backend));
+    return out;
+  }
+  std::set<int> seen;
+  for (const int device : f.devices) {
+    if (!seen.insert(device).second) return parse_error(fmt::format("--devices {}: NPU {} is listed twice", devices_text(f.devices), device));
+  }
+  for (const int device : f.devices) {
+    auto backend = make_backend(f.backend, device);
+    if (!backend) return backend.status().with_context(fmt::format("--devices: NPU {}", device));
+    out.push_back(std::move(*backend));
+  }
+  return out;
+}
+
 int run_cases(RunFlags& f) {
   if (f.extreme_fills && f.generate == 0) return fail(parse_error("--extreme-fills needs --generate N"));
-  // One NPU context per worker needs --devices, which the ascend backend does not take yet.
-  if (f.jobs > 1 && f.backend == "ascend") return fail(parse_error("-j/--jobs > 1 runs on emu and fault backends only"));
+  auto jobs = effective_jobs(f);
+  if (!jobs) return fail(jobs.status());
   if (!f.last_failed.empty()) {
     auto files = last_failed_files(f.last_failed);
     if (!files) return fail(files.status());
@@ -470,8 +504,10 @@ int run_cases(RunFlags& f) {
     if (!s) return fail(s.status());
     scope = *s;
   }
-  auto backend = make_backend(f.backend);
-  if (!backend) return fail(backend.status());
+  auto backends = make_backends(f);
+  if (!backends) return fail(backends.status());
+  std::vector<Backend*> workers;
+  for (auto& b : *backends) workers.push_back(b.get());
   if (f.resume && f.out.empty()) return fail(parse_error("--resume needs --out <the report folder to resume>"));
   if (!f.baseline.path.empty()) {
     if (auto st = check_out_is_not_baseline(out, f.baseline.path); !st.is_ok()) return fail(st);
@@ -482,7 +518,7 @@ int run_cases(RunFlags& f) {
     if (!h) return fail(h.status());
     f.history_run = std::move(*h);
   }
-  const nlohmann::json info = run_info(f, **backend, cases->size());
+  const nlohmann::json info = run_info(f, *workers.front(), cases->size(), *jobs);
   if (const std::string line = shard_header(f.sel); !line.empty()) fmt::print("{}\n", line);
   auto writer = ReportWriter::open(out, info, f.resume);
   if (!writer) return fail(writer.status());
@@ -500,12 +536,11 @@ int run_cases(RunFlags& f) {
     fmt::print("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
                "report\n", shard->first, shard->second, counts.matched);
   }
-  if (f.jobs > 1) {
-    // --threads (or the cores) is the whole run's budget: each of the N case children gets a share.
-    math::set_threads(std::max<int64_t>(1, math::threads() / f.jobs));
-  }
+  // --threads (or the cores) is the whole run's budget: with -j N the case children share it.
   bool stopped_at_max_failures = false;
-  if (Status st = run_all(*prepared, **backend, opt, f, *writer, &stopped_at_max_failures); !st.is_ok()) return fail(st);
+  if (Status st = run_all(*prepared, workers, opt, f, *jobs, *writer, &stopped_at_max_failures); !st.is_ok()) {
+    return fail(st);
+  }
   return conclude(f, *writer, cases->size(), baseline, scope, stopped_at_max_failures);
 }
 
@@ -527,8 +562,13 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-failures", f->max_failures, "Stop after N failing cases (the reports hold what ran)")
       ->check(CLI::Range(1, 1000000));
   cmd->add_flag_callback("-x", [f] { f->max_failures = 1; }, "Stop at the first failing case (--max-failures 1)");
-  cmd->add_option("-j,--jobs", f->jobs, "Cases run at once, each in its own child process (default 1)")
+  cmd->add_option("-j,--jobs", f->jobs, "Cases run at once, each in its own child process (default: the --threads "
+                                        "budget, i.e. the cores, on emu/fault; one per --devices NPU on ascend)")
       ->check(CLI::Range(1, 256));
+  cmd->add_option("--devices", f->devices, "ascend: NPU ids, one worker each, e.g. 0,1,2,3")
+      ->delimiter(',')
+      ->envname("OPGATE_ASCEND_DEVICES")
+      ->check(CLI::Range(0, 1023));
   auto* last = cmd->add_option("--last-failed", f->last_failed,
                                "Rerun the failing cases of this report folder (from its failed/<id>.json)");
   cmd->add_option("--generate", f->generate, "Run N freshly generated cases per operator instead of case files")

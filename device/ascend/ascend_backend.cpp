@@ -137,8 +137,8 @@ class AscendBackend final : public Backend {
 
 }  // namespace
 
-Expected<std::unique_ptr<Backend>> make_ascend_backend() {
-  auto device = ascend::device_from_env();
+Expected<std::unique_ptr<Backend>> make_ascend_backend(std::optional<int32_t> chosen) {
+  auto device = chosen ? Expected<int32_t>(*chosen) : ascend::device_from_env();
   if (!device) return device.status();
   auto libs = ascend::AclLibraries::load();
   if (!libs) return Status(StatusCode::kUnsupported, "ascend backend unavailable: " + libs.status().message());

@@ -5,7 +5,9 @@
 // (extra operator libraries tried first, e.g. a custom package's libcust_opapi.so).
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "core/backend.h"
 
@@ -14,7 +16,8 @@ namespace opgate {
 // The backend, or kUnsupported "ascend backend unavailable: <exact reason>" (no CANN library, a
 // missing symbol, no usable device), or kParseError for a malformed OPGATE_ASCEND_DEVICE. Loads the
 // libraries in this process but initialises the device only in a short-lived probe child; each
-// process that runs a case initialises its own context on first use.
-Expected<std::unique_ptr<Backend>> make_ascend_backend();
+// process that runs a case initialises its own context on first use. `device` overrides
+// OPGATE_ASCEND_DEVICE (run --devices gives each worker its own NPU).
+Expected<std::unique_ptr<Backend>> make_ascend_backend(std::optional<int32_t> device = std::nullopt);
 
 }  // namespace opgate

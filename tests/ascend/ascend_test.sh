@@ -204,6 +204,22 @@ marshalling)
   expect $? 0 "failed:0 .*backend_error:0" "invalid tier"
   grep -qE 'GetWorkspaceSize.* -> 1610(01|02)$' "$T" && ok || bad "no aclnn-layer rejection in the trace"
   grep -q '=NULL' "$T" && ok || bad "no NULL optional in the trace"
+  # --devices: one worker per NPU, each case process on exactly one of them, the serial verdicts.
+  rm -f "$T"
+  opgate_in ASCEND_HOME_PATH="$CANN" OPGATE_STANDIN_TRACE="$T" OPGATE_STANDIN_DEVICE_COUNT=2 -- run --cases "$SMOKE" \
+    --backend ascend --devices 0,1 --out "$WORK/rd" -q
+  expect $? 0 "failed:0 .*backend_error:0" "--devices 0,1"
+  grep -q '"jobs": 2' "$WORK/rd/run.json" && ok || bad "--devices 0,1: run.json does not say 2 jobs"
+  for d in 0 1; do grep -q " aclrtSetDevice $d$" "$T" && ok || bad "--devices 0,1: no case process on NPU $d"; done
+  awk '/ aclrtSetDevice / { n[$1]++ } END { for (p in n) if (n[p] > 1) exit 1 }' "$T" && ok ||
+    bad "--devices 0,1: a process set two devices"
+  cmp -s <(python3 -c 'import json,sys; [print(json.loads(l)["id"], json.loads(l)["verdict"]) for l in open(sys.argv[1])]' "$WORK/r/results.jsonl") \
+         <(python3 -c 'import json,sys; [print(json.loads(l)["id"], json.loads(l)["verdict"]) for l in open(sys.argv[1])]' "$WORK/rd/results.jsonl") &&
+    ok || bad "--devices 0,1: verdicts or order differ from the serial run"
+  opgate_in ASCEND_HOME_PATH="$CANN" OPGATE_STANDIN_DEVICE_COUNT=2 -- run --cases "$SMOKE" --backend ascend \
+    --devices 0,5 --out "$WORK/rd5" -q
+  expect $? 2 "NPU 5: ascend backend unavailable: .*device 5 does not exist" "--devices with a missing NPU"
+  [ -e "$WORK/rd5" ] && bad "--devices 0,5: a report folder was written" || ok
   ;;
 
 op:*)
