@@ -198,7 +198,11 @@ Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j) {
   p.token_size = hs > 0 ? hs
                         : std::min<int64_t>(std::max<int64_t>(ref::payload_bytes(p), 1),
                                             std::numeric_limits<uint32_t>::max());
-  p.out_num = p.need_schedule == 1 ? 0 : out_num >= 0 ? out_num : std::max<int64_t>(ref::dims(p).a, 0);
+  // Its default, maxOutShape[0], is capped to the u32 field the same way (an absurd A is rejected
+  // by validation, not by a case that cannot be written back).
+  p.out_num = p.need_schedule == 1 ? 0
+              : out_num >= 0       ? out_num
+                                   : std::clamp<int64_t>(ref::dims(p).a, 0, std::numeric_limits<uint32_t>::max());
   return std::make_pair(p, k);
 }
 
