@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,9 @@ namespace {
 
 constexpr int64_t kRowBlock = 256;     // rows of one expert per parallel task (amortises packing b)
 constexpr double kTwo24 = 16777216.0;  // int32 -> fp32 conversion is exact below 2^24
+// Hidden elements from which the high-performance path tabulates its activation over the 65536
+// fp16 patterns (the table costs about as much as this many direct evaluations' quarter).
+constexpr int64_t kHalfTableMinElements = int64_t{1} << 18;
 
 // fp16/bf16 through the exact vector conversion, in blocks over the threads; others by element.
 std::vector<double> values_of(const Tensor& t) {
@@ -50,6 +54,18 @@ double fp32_conversion_error(double v) {
   return std::fabs(v) <= kTwo24 ? 0.0 : math::ulp_fast(DType::kF32, std::fabs(v)) / 2;
 }
 
+// The fp16 bit pattern of a double that is exactly an fp16 value (finite): sign, then the exponent
+// and top 10 fraction bits of a normal, or the multiple of 2^-24 of a subnormal.
+uint16_t f16_bits_of_exact(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  const auto sign = static_cast<uint16_t>((b >> 48) & 0x8000);
+  const double a = std::fabs(v);
+  if (a < 0x1p-14) return static_cast<uint16_t>(sign | static_cast<uint16_t>(a * 0x1p24));
+  const auto exp = static_cast<uint16_t>(((b >> 52) & 0x7FF) - 1023 + 15);
+  return static_cast<uint16_t>(sign | exp << 10 | ((b >> 42) & 0x3FF));
+}
+
 // Rows [row0, row0 + rows) all use expert `expert`.
 struct Task {
   int64_t expert, row0, rows;
@@ -70,6 +86,9 @@ struct Data {
   // expert's rows use: [E] grids of x W1[e] + b1[e], W2[e], b2[e] and the largest |W2[e]|, |b2[e]|.
   std::vector<int> grid1, grid_w2, grid_b2;
   std::vector<double> w2_max, b2_max;
+  // High-performance path at model sizes: activation_bound(act, v, 0, fp16) of every finite fp16
+  // pattern (a pure function of the pattern, so a lookup returns exactly what a call would).
+  std::vector<Tracked> half_act;
   double* y = nullptr;
   double* mag = nullptr;
 
@@ -86,6 +105,7 @@ struct Data {
 Tracked hidden_float(const Data& d, double h, double e_acc) {
   if (d.path == Path::kF16HighPerformance) {
     const Tracked h16 = round_exact({h, e_acc}, DType::kF16, Rounding::kNearestEven);
+    if (h16.e == 0 && !d.half_act.empty()) return d.half_act[f16_bits_of_exact(h16.v)];
     return activation_bound(d.act, h16.v, h16.e, DType::kF16);
   }
   const Tracked a = activation_bound(d.act, h, e_acc, DType::kF32);
@@ -310,6 +330,16 @@ void forward(const Params& p, const TensorMap& in, Tensor& y, Tensor& magnitude)
     return;
   }
   if (!d.quant()) prepare_float(d, e_n);
+  if (d.path == Path::kF16HighPerformance && p.m * p.n1 >= kHalfTableMinElements) {
+    const double* halves = math::exact_half_values(false);
+    d.half_act.resize(65536);
+    math::parallel_for(64, [&](int64_t b) {
+      for (int64_t i = b * 1024; i < (b + 1) * 1024; ++i) {
+        const double v = halves[i];
+        if (std::isfinite(v)) d.half_act[static_cast<size_t>(i)] = activation_bound(d.act, v, 0.0, DType::kF16);
+      }
+    });
+  }
   const std::vector<int64_t> offsets = expert_offsets(p.expert_tokens);
   std::vector<Task> tasks;
   for (int64_t e = 0; e < e_n; ++e) {

@@ -1,0 +1,25 @@
+// Cache-blocked double matrix product of the references (issue 15 part 3), bit-reproducible:
+// every output element is one sum in increasing k, (((0 + a0 b0) + a1 b1) + ...), each product
+// rounded and then added (no FMA: the library is compiled with -ffp-contract=off and the vector
+// code uses separate multiply and add), whatever the ISA path (shared_simd.h isa()) or blocking.
+// Blocking only changes which elements are computed together (vectors across output columns,
+// register tiles across rows) and where a partial sum waits between k blocks (in the output).
+#pragma once
+
+#include <cstdint>
+
+#include "reference/math/shared_simd.h"
+
+namespace opgate::math {
+
+// c[r * ldc + j] = sum_k a[r * lda + k] * f(b[k * ldb + j]) for r < rows, j < n, the sum in
+// increasing k from 0.0, with f = |.| when abs_b, else the identity. Serial: callers run it inside
+// their own parallel_for over output blocks. kdim = 0 writes zeros.
+void gemm(const double* a, int64_t lda, const double* b, int64_t ldb, bool abs_b, int64_t rows, int64_t kdim,
+          int64_t n, double* c, int64_t ldc, Isa isa);
+inline void gemm(const double* a, int64_t lda, const double* b, int64_t ldb, bool abs_b, int64_t rows, int64_t kdim,
+                 int64_t n, double* c, int64_t ldc) {
+  gemm(a, lda, b, ldb, abs_b, rows, kdim, n, c, ldc, isa());
+}
+
+}  // namespace opgate::math
