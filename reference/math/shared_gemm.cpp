@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 // The vector helpers below are always inlined, so their vector arguments never cross a call.
@@ -30,16 +31,31 @@ OPGATE_INLINE V8 load8(const double* p) {
 }
 OPGATE_INLINE void store8(double* p, V8 v) { std::memcpy(p, &v, sizeof v); }
 
+// An element of b as a double: itself, or the exact value of an fp16 / bf16 pattern from `tab`.
+template <typename T>
+OPGATE_INLINE double value_of(T v, const double* tab) {
+  if constexpr (std::is_same_v<T, double>) {
+    (void)tab;
+    return v;
+  } else {
+    return tab[v];
+  }
+}
+
 // The plain formulation: each row's sums advance together, one k at a time (same per-element order).
-void gemm_scalar(const double* a, int64_t lda, const double* b, int64_t ldb, bool abs_b, int64_t rows, int64_t kdim,
-                 int64_t n, double* c, int64_t ldc) {
+template <typename T>
+void gemm_scalar(const double* a, int64_t lda, const T* b, const double* tab, int64_t ldb, bool abs_b, int64_t rows,
+                 int64_t kdim, int64_t n, double* c, int64_t ldc) {
   for (int64_t r = 0; r < rows; ++r) {
     double* cr = c + r * ldc;
     std::fill_n(cr, n, 0.0);
     for (int64_t k = 0; k < kdim; ++k) {
       const double av = a[r * lda + k];
-      const double* bk = b + k * ldb;
-      for (int64_t j = 0; j < n; ++j) cr[j] += av * (abs_b ? std::fabs(bk[j]) : bk[j]);
+      const T* bk = b + k * ldb;
+      for (int64_t j = 0; j < n; ++j) {
+        const double bv = value_of(bk[j], tab);
+        cr[j] += av * (abs_b ? std::fabs(bv) : bv);
+      }
     }
   }
 }
@@ -83,9 +99,9 @@ OPGATE_INLINE void tile(const double* ap, const double* bp, int64_t kc, double* 
   for (int64_t r = 0; r < mr; ++r) std::copy_n(edge + r * kNr, nr, c + r * ldc);
 }
 
-template <int kMr, int kNv>
-OPGATE_INLINE void gemm_blocked(const double* a, int64_t lda, const double* b, int64_t ldb, bool abs_b, int64_t rows,
-                                int64_t kdim, int64_t n, double* c, int64_t ldc) {
+template <int kMr, int kNv, typename T>
+OPGATE_INLINE void gemm_blocked(const double* a, int64_t lda, const T* b, const double* tab, int64_t ldb, bool abs_b,
+                                int64_t rows, int64_t kdim, int64_t n, double* c, int64_t ldc) {
   constexpr int64_t kNr = 8 * kNv;
   if (kdim == 0) {
     for (int64_t r = 0; r < rows; ++r) std::fill_n(c + r * ldc, n, 0.0);
@@ -113,9 +129,12 @@ OPGATE_INLINE void gemm_blocked(const double* a, int64_t lda, const double* b, i
     for (int64_t jr = 0; jr < n; jr += kNr) {
       const int64_t nr = std::min(kNr, n - jr);
       for (int64_t k = 0; k < kc; ++k) {
-        const double* src = b + (pc + k) * ldb + jr;
+        const T* src = b + (pc + k) * ldb + jr;
         double* dst = bpack.data() + k * kNr;
-        for (int64_t j = 0; j < nr; ++j) dst[j] = abs_b ? std::fabs(src[j]) : src[j];
+        for (int64_t j = 0; j < nr; ++j) {
+          const double v = value_of(src[j], tab);
+          dst[j] = abs_b ? std::fabs(v) : v;
+        }
         for (int64_t j = nr; j < kNr; ++j) dst[j] = 0.0;
       }
       for (int64_t s = 0; s < slivers; ++s) {
@@ -128,31 +147,48 @@ OPGATE_INLINE void gemm_blocked(const double* a, int64_t lda, const double* b, i
 
 // Register tiles: SSE2 (16 xmm) 2 rows x 8 columns, AVX2 (16 ymm) 4 x 8, AVX-512 (32 zmm) 8 x 16:
 // 8, 8 and 16 registers of accumulators.
-void gemm_sse2(const double* a, int64_t lda, const double* b, int64_t ldb, bool abs_b, int64_t rows, int64_t kdim,
-               int64_t n, double* c, int64_t ldc) {
-  gemm_blocked<2, 1>(a, lda, b, ldb, abs_b, rows, kdim, n, c, ldc);
-}
-__attribute__((target("avx2"))) void gemm_avx2(const double* a, int64_t lda, const double* b, int64_t ldb, bool abs_b,
-                                               int64_t rows, int64_t kdim, int64_t n, double* c, int64_t ldc) {
-  gemm_blocked<4, 1>(a, lda, b, ldb, abs_b, rows, kdim, n, c, ldc);
-}
-__attribute__((target("avx512f,avx2"))) void gemm_avx512(const double* a, int64_t lda, const double* b, int64_t ldb,
-                                                         bool abs_b, int64_t rows, int64_t kdim, int64_t n, double* c,
-                                                         int64_t ldc) {
-  gemm_blocked<8, 2>(a, lda, b, ldb, abs_b, rows, kdim, n, c, ldc);
+#define OPGATE_GEMM_PATHS(T)                                                                                      \
+  void gemm_sse2(const double* a, int64_t lda, const T* b, const double* tab, int64_t ldb, bool abs_b,          \
+                 int64_t rows, int64_t kdim, int64_t n, double* c, int64_t ldc) {                                \
+    gemm_blocked<2, 1>(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);                                      \
+  }                                                                                                               \
+  __attribute__((target("avx2"))) void gemm_avx2(const double* a, int64_t lda, const T* b, const double* tab,  \
+                                                 int64_t ldb, bool abs_b, int64_t rows, int64_t kdim, int64_t n,  \
+                                                 double* c, int64_t ldc) {                                        \
+    gemm_blocked<4, 1>(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);                                      \
+  }                                                                                                               \
+  __attribute__((target("avx512f,avx2"))) void gemm_avx512(const double* a, int64_t lda, const T* b,           \
+                                                           const double* tab, int64_t ldb, bool abs_b,           \
+                                                           int64_t rows, int64_t kdim, int64_t n, double* c,     \
+                                                           int64_t ldc) {                                         \
+    gemm_blocked<8, 2>(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);                                      \
+  }
+
+OPGATE_GEMM_PATHS(double)
+OPGATE_GEMM_PATHS(uint16_t)
+
+template <typename T>
+void dispatch(const double* a, int64_t lda, const T* b, const double* tab, int64_t ldb, bool abs_b, int64_t rows,
+              int64_t kdim, int64_t n, double* c, int64_t ldc, Isa path) {
+  if (rows <= 0 || n <= 0) return;
+  switch (isa_supported(path) ? path : isa()) {
+    case Isa::kScalar: return gemm_scalar(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);
+    case Isa::kSse2: return gemm_sse2(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);
+    case Isa::kAvx2: return gemm_avx2(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);
+    case Isa::kAvx512: return gemm_avx512(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);
+  }
 }
 
 }  // namespace
 
 void gemm(const double* a, int64_t lda, const double* b, int64_t ldb, bool abs_b, int64_t rows, int64_t kdim,
           int64_t n, double* c, int64_t ldc, Isa path) {
-  if (rows <= 0 || n <= 0) return;
-  switch (isa_supported(path) ? path : isa()) {
-    case Isa::kScalar: return gemm_scalar(a, lda, b, ldb, abs_b, rows, kdim, n, c, ldc);
-    case Isa::kSse2: return gemm_sse2(a, lda, b, ldb, abs_b, rows, kdim, n, c, ldc);
-    case Isa::kAvx2: return gemm_avx2(a, lda, b, ldb, abs_b, rows, kdim, n, c, ldc);
-    case Isa::kAvx512: return gemm_avx512(a, lda, b, ldb, abs_b, rows, kdim, n, c, ldc);
-  }
+  dispatch(a, lda, b, nullptr, ldb, abs_b, rows, kdim, n, c, ldc, path);
+}
+
+void gemm_halves(const double* a, int64_t lda, const uint16_t* b, bool bf16, int64_t ldb, bool abs_b, int64_t rows,
+                 int64_t kdim, int64_t n, double* c, int64_t ldc, Isa path) {
+  dispatch(a, lda, b, exact_half_values(bf16), ldb, abs_b, rows, kdim, n, c, ldc, path);
 }
 
 }  // namespace opgate::math

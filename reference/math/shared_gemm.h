@@ -22,4 +22,14 @@ inline void gemm(const double* a, int64_t lda, const double* b, int64_t ldb, boo
   gemm(a, lda, b, ldb, abs_b, rows, kdim, n, c, ldc, isa());
 }
 
+// The same with b given as fp16 (bf16 = false) or bf16 bit patterns, taken at their exact double
+// values (exact_half_values): the result is gemm's on the converted matrix, bit for bit, without
+// converting it first.
+void gemm_halves(const double* a, int64_t lda, const uint16_t* b, bool bf16, int64_t ldb, bool abs_b, int64_t rows,
+                 int64_t kdim, int64_t n, double* c, int64_t ldc, Isa isa);
+inline void gemm_halves(const double* a, int64_t lda, const uint16_t* b, bool bf16, int64_t ldb, bool abs_b,
+                        int64_t rows, int64_t kdim, int64_t n, double* c, int64_t ldc) {
+  gemm_halves(a, lda, b, bf16, ldb, abs_b, rows, kdim, n, c, ldc, isa());
+}
+
 }  // namespace opgate::math

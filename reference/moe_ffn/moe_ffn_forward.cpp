@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -80,6 +81,8 @@ struct Data {
   Activation act;
   int64_t k, n;
   std::vector<double> x, w1, w2, b1, b2, scale, offset, deq1, deq2;
+  // The weights as the products read them: fp16 / bf16 patterns in place, else w1 and w2.
+  Matrix w1m, w2m;
   std::vector<double> x_norm;   // [M]: |x[r, :]|_2
   std::vector<double> w1_norm;  // [E, N1]: |W1[e, :, n]|_2
   // Per expert, so that whether a sum is exact (and a value pinned) depends only on the data the
@@ -119,7 +122,7 @@ void run_float_task(const Data& d, const Task& t) {
   std::vector<double> a(static_cast<size_t>(t.rows * n));
   std::vector<double> weight(a.size());
   std::vector<double> kappa(static_cast<size_t>(t.rows));
-  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1.data() + e * k * n, n, a.data());
+  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1m.at(e * k * n), n, a.data());
   for (int64_t i = 0; i < t.rows; ++i) {
     double abs_sum = 0;
     bool exact = true;
@@ -149,7 +152,7 @@ void run_float_task(const Data& d, const Task& t) {
   }
   double* y = d.y + t.row0 * k;
   double* mag = d.mag + t.row0 * k;
-  gemm_rows(a.data(), t.rows, n, d.w2.data() + e * n * k, k, y, weight.data(), mag);
+  gemm_rows(a.data(), t.rows, n, d.w2m.at(e * n * k), k, y, weight.data(), mag);
   for (int64_t i = 0; i < t.rows; ++i) {
     for (int64_t j = 0; j < k; ++j) {
       y[i * k + j] += d.bias2(e, j);
@@ -174,7 +177,7 @@ void run_quant_task(const Data& d, const Task& t) {
   const int64_t k = d.k, n = d.n, e = t.expert;
   std::vector<double> aq(static_cast<size_t>(t.rows * n));
   std::vector<double> steps(aq.size());
-  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1.data() + e * k * n, n, aq.data());
+  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1m.at(e * k * n), n, aq.data());
   for (int64_t i = 0; i < t.rows; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       const auto idx = static_cast<size_t>(i * n + j);
@@ -215,7 +218,7 @@ void run_quant_task(const Data& d, const Task& t) {
   }
   double* y = d.y + t.row0 * k;
   double* mag = d.mag + t.row0 * k;
-  gemm_rows(aq.data(), t.rows, n, d.w2.data() + e * n * k, k, y, steps.data(), mag);
+  gemm_rows(aq.data(), t.rows, n, d.w2m.at(e * n * k), k, y, steps.data(), mag);
   for (int64_t i = 0; i < t.rows; ++i) {
     for (int64_t j = 0; j < k; ++j) {
       const auto idx = static_cast<size_t>(i * k + j);
@@ -282,21 +285,31 @@ void prepare_float(Data& d, int64_t e_n) {
   d.w2_max.assign(ue_n, 0.0);
   d.b2_max.assign(ue_n, 0.0);
   math::parallel_for(e_n, [&](int64_t e) {
+    // Row by row (the weights stay fp16 / bf16): the column sums keep the order of i, and grids
+    // and maxima are minima and maxima over rows.
+    std::vector<double> buf(static_cast<size_t>(std::max(k, n)));
     double* dst = d.w1_norm.data() + e * n;
+    int grid_w1 = kNoGrid;
     for (int64_t i = 0; i < k; ++i) {
-      const double* row = d.w1.data() + (e * k + i) * n;
+      const double* row = d.w1m.row((e * k + i) * n, n, buf.data());
       for (int64_t j = 0; j < n; ++j) dst[j] += row[j] * row[j];
+      grid_w1 = std::min(grid_w1, grid_exponent(row, n));
     }
     for (int64_t j = 0; j < n; ++j) dst[j] = std::sqrt(dst[j]);
-    const auto [w1, w1_len] = slice(d.w1, e, k * n);
-    const auto [w2, w2_len] = slice(d.w2, e, n * k);
+    int grid_w2 = kNoGrid;
+    double w2_max = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double* row = d.w2m.row((e * n + i) * k, k, buf.data());
+      grid_w2 = std::min(grid_w2, grid_exponent(row, k));
+      w2_max = std::max(w2_max, max_abs(row, k));
+    }
     const auto [b1, b1_len] = slice(d.b1, e, n);
     const auto [b2, b2_len] = slice(d.b2, e, k);
     const auto ue = static_cast<size_t>(e);
-    d.grid1[ue] = std::min(product_grid(grid_x, grid_exponent(w1, w1_len)), grid_exponent(b1, b1_len));
-    d.grid_w2[ue] = grid_exponent(w2, w2_len);
+    d.grid1[ue] = std::min(product_grid(grid_x, grid_w1), grid_exponent(b1, b1_len));
+    d.grid_w2[ue] = grid_w2;
     d.grid_b2[ue] = grid_exponent(b2, b2_len);
-    d.w2_max[ue] = max_abs(w2, w2_len);
+    d.w2_max[ue] = w2_max;
     d.b2_max[ue] = max_abs(b2, b2_len);
   });
 }
@@ -307,8 +320,15 @@ void forward(const Params& p, const TensorMap& in, Tensor& y, Tensor& magnitude)
   const int64_t e_n = num_experts(p);
   Data d(p);
   d.x = values_of(in.at("x"));
-  d.w1 = values_of(in.at("weight1"));
-  d.w2 = values_of(in.at("weight2"));
+  for (const auto& [name, dst, m] : {std::tuple{"weight1", &d.w1, &d.w1m}, std::tuple{"weight2", &d.w2, &d.w2m}}) {
+    const Tensor& t = in.at(name);
+    if (t.dtype() == DType::kF16 || t.dtype() == DType::kBF16) {
+      *m = Matrix{nullptr, t.ptr<uint16_t>(), t.dtype() == DType::kBF16};
+    } else {
+      *dst = values_of(t);
+      *m = Matrix{dst->data(), nullptr, false};
+    }
+  }
   if (p.has_bias1) d.b1 = values_of(in.at("bias1"));
   if (p.has_bias2) d.b2 = values_of(in.at("bias2"));
   if (d.quant()) {
