@@ -20,6 +20,7 @@ constexpr double kExpUlps = 2.0;    // ASSUMPTION: vector Exp within 2 ulps
 // Forward error propagation of one op sequence evaluated in dtype `t`.
 struct Eval {
   DType t;
+  Tracked one{1.0, 0.0};  // exact in every dtype
 
   Tracked constant(double k) const { return {math::round_fast(t, k), 0.0}; }
   // Vector Muls / Adds round to nearest even; exact operands give the device's value exactly.
@@ -40,16 +41,32 @@ struct Eval {
   }
 };
 
+// -1.702 rounded to t, once per dtype (the per-element bounds would otherwise round it each time).
+Tracked fastgelu_coefficient(DType t) {
+  static const double f16 = math::round_fast(DType::kF16, -1.702);
+  static const double bf16 = math::round_fast(DType::kBF16, -1.702);
+  static const double f32 = math::round_fast(DType::kF32, -1.702);
+  switch (t) {
+    case DType::kF16: return {f16, 0.0};
+    case DType::kBF16: return {bf16, 0.0};
+    case DType::kF32: return {f32, 0.0};
+    default: return {math::round_fast(t, -1.702), 0.0};
+  }
+}
+
 // x / (1 + exp(c x)) with c = -1.702 (FasterGelu) or -1 (Silu): Muls, Exp, Adds, Div. Where exp may
 // overflow to inf the device result is x / inf = 0 or x / (1 + E) with E at least exp(t_min), so
 // it lies within |x| / (1 + E_min) of 0 (plus the rounding of such a tiny quotient).
-Tracked sigmoid_gate(const Eval& ev, Tracked x, double c) {
-  const Tracked t = ev.mul(x, ev.constant(c));
-  if (std::exp(t.v + t.e) * (1 + 4 * unit_roundoff(ev.t)) >= max_finite(ev.t)) {
+Tracked sigmoid_gate(const Eval& ev, Tracked x, Tracked c) {
+  const Tracked t = ev.mul(x, c);
+  // Below the dtype's exp_safe the test below is false without calling exp (exp(11) < 59875 and
+  // exp(88) < 1.7e38: under fp16's and bf16/fp32's largest finite values over 1 + 4u).
+  const double exp_safe = ev.t == DType::kF16 ? 11.0 : ev.t == DType::kBF16 || ev.t == DType::kF32 ? 88.0 : -kInf;
+  if (!(t.v + t.e < exp_safe) && std::exp(t.v + t.e) * (1 + 4 * unit_roundoff(ev.t)) >= max_finite(ev.t)) {
     const double e_min = std::exp(t.v - t.e) * (1 - 4 * unit_roundoff(ev.t));
     return {0.0, (std::fabs(x.v) + x.e) / (1 + e_min) + math::ulp_fast(ev.t, 0.0)};
   }
-  const Tracked d = ev.add(ev.exp(t), ev.constant(1.0));
+  const Tracked d = ev.add(ev.exp(t), ev.one);
   return ev.div(x, d);
 }
 
@@ -62,7 +79,7 @@ Tracked gelu_tanh(const Eval& ev, Tracked x) {
   const Tracked inner = ev.add(x, ev.mul(x3, ev.constant(0.044715)));
   const Tracked y = ev.mul(inner, ev.constant(1.5957691216057308));
   const Tracked upper = ev.exp({std::min(y.v, 0.0), y.e});
-  const Tracked lower = ev.add(ev.exp({-std::fabs(y.v), y.e}), ev.constant(1.0));
+  const Tracked lower = ev.add(ev.exp({-std::fabs(y.v), y.e}), ev.one);
   return ev.mul(ev.div(x, lower), upper);
 }
 
@@ -98,9 +115,19 @@ Tracked round_exact(Tracked x, DType t, Rounding mode) {
     // Rounding is monotone: the device's result lies between the roundings of the ends of
     // [v - e, v + e] (widened as in round_bound); when they coincide it is that value.
     const double slack = x.e > 0 ? 4 * std::numeric_limits<double>::epsilon() * (std::fabs(x.v) + x.e) : 0.0;
-    const double r_lo = math::round_fast(t, x.v - x.e - slack, mode);
-    const double r_hi = math::round_fast(t, x.v + x.e + slack, mode);
+    const double lo = x.v - x.e - slack;
+    const double hi = x.v + x.e + slack;
+    const double r_lo = math::round_fast(t, lo, mode);
+    const double r_hi = math::round_fast(t, hi, mode);
     if (r_lo == r_hi && std::isfinite(r_lo)) return {r_lo, 0.0};
+    if (mode == Rounding::kNearestEven || mode == Rounding::kHalfAway) {
+      // round_bound(x, t), reusing the ends already rounded with one of its two tie rules.
+      const Rounding other = mode == Rounding::kNearestEven ? Rounding::kHalfAway : Rounding::kNearestEven;
+      const double lo_end = std::min(r_lo, math::round_fast(t, lo, other));
+      const double hi_end = std::max(r_hi, math::round_fast(t, hi, other));
+      if (!std::isfinite(lo_end) || !std::isfinite(hi_end)) return {x.v, kInf};
+      return {x.v, std::max(x.v - lo_end, hi_end - x.v)};
+    }
   }
   return round_bound(x, t);
 }
@@ -111,8 +138,8 @@ Tracked activation_bound(Activation a, double h, double e_h, DType t) {
   const Eval ev{t};
   Tracked dev;
   switch (a) {
-    case Activation::kFastGelu: dev = sigmoid_gate(ev, {h, e_h}, -1.702); break;
-    case Activation::kSilu: dev = sigmoid_gate(ev, {h, e_h}, -1.0); break;
+    case Activation::kFastGelu: dev = sigmoid_gate(ev, {h, e_h}, fastgelu_coefficient(t)); break;
+    case Activation::kSilu: dev = sigmoid_gate(ev, {h, e_h}, ev.constant(-1.0)); break;
     case Activation::kGelu: dev = gelu_tanh(ev, {h, e_h}); break;
     default: return {ref, kInf};
   }
