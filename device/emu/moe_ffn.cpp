@@ -12,6 +12,10 @@
 #include <fmt/format.h>
 
 #include "reference/math/shared_parallel.h"
+#include "reference/math/shared_simd.h"
+
+// The vector helpers are always inlined, so their vector arguments never cross a call.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace opgate::emu::moe_ffn {
 namespace {
@@ -71,9 +75,10 @@ Expected<Defect> parse_defect(const std::string& name) {
 double r16(double v) { return round_to(DType::kF16, v); }
 
 // out[r][j] = fp32 sum of bias[j] and sum_k a[r][k] b[k][j]: a sequential fp32 sum inside each
-// 16-deep fractal, each fractal sum then added to the accumulator.
-void gemm_f32(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n, const float* bias,
-              float* out) {
+// 16-deep fractal, each fractal sum then added to the accumulator. The plain formulation (the
+// scalar ISA path, and the definition the vector paths follow).
+void gemm_f32_scalar(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n, const float* bias,
+                     float* out) {
   std::vector<float> acc(static_cast<size_t>(kRowTile * kColTile));
   std::vector<float> part(acc.size());
   for (int64_t r0 = 0; r0 < rows; r0 += kRowTile) {
@@ -97,6 +102,116 @@ void gemm_f32(const float* a, int64_t rows, int64_t kdim, const float* b, int64_
       }
       for (int64_t i = 0; i < rt; ++i) std::copy_n(acc.data() + i * kColTile, jt, out + (r0 + i) * n + j0);
     }
+  }
+}
+
+// The same sums vectorised across output columns (each lane one element's own sums, multiply and
+// add separate: the device library has no FP contraction), blocked like reference/math/shared_gemm:
+// rows packed in slivers of kMr, kKcF x 16 kNv panels of b, the accumulators in registers across
+// the fractals of a k block (kKcF is a multiple of the fractal, so blocks start on fractals).
+typedef float V16 __attribute__((vector_size(64)));
+constexpr int64_t kKcF = 256;
+
+#define OPGATE_INLINE inline __attribute__((always_inline))
+
+OPGATE_INLINE V16 load16(const float* p) {
+  V16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+OPGATE_INLINE void store16(float* p, V16 v) { std::memcpy(p, &v, sizeof v); }
+
+template <int kMr, int kNv>
+OPGATE_INLINE void tile_f32(const float* ap, const float* bp, int64_t kc, float* c, int64_t ldc, int64_t mr,
+                            int64_t nr) {
+  constexpr int64_t kNr = 16 * kNv;
+  float edge[kMr * kNr] = {};
+  const bool full = mr == kMr && nr == kNr;
+  float* dst = full ? c : edge;
+  const int64_t ld = full ? ldc : kNr;
+  for (int64_t r = 0; !full && r < mr; ++r) std::copy_n(c + r * ldc, nr, edge + r * kNr);
+  V16 acc[kMr][kNv];
+  for (int r = 0; r < kMr; ++r) {
+    for (int v = 0; v < kNv; ++v) acc[r][v] = load16(dst + r * ld + 16 * v);
+  }
+  for (int64_t f0 = 0; f0 < kc; f0 += kFractal) {
+    V16 part[kMr][kNv] = {};
+    for (int64_t k = f0; k < std::min(kc, f0 + kFractal); ++k) {
+      V16 bv[kNv];
+      for (int v = 0; v < kNv; ++v) bv[v] = load16(bp + k * kNr + 16 * v);
+      for (int r = 0; r < kMr; ++r) {
+        const float av = ap[k * kMr + r];
+        for (int v = 0; v < kNv; ++v) part[r][v] += bv[v] * av;
+      }
+    }
+    for (int r = 0; r < kMr; ++r) {
+      for (int v = 0; v < kNv; ++v) acc[r][v] += part[r][v];
+    }
+  }
+  for (int r = 0; r < kMr; ++r) {
+    for (int v = 0; v < kNv; ++v) store16(dst + r * ld + 16 * v, acc[r][v]);
+  }
+  for (int64_t r = 0; !full && r < mr; ++r) std::copy_n(edge + r * kNr, nr, c + r * ldc);
+}
+
+template <int kMr, int kNv>
+OPGATE_INLINE void gemm_f32_blocked(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n,
+                                    const float* bias, float* out) {
+  constexpr int64_t kNr = 16 * kNv;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < n; ++j) out[r * n + j] = bias ? bias[j] : 0.0f;
+  }
+  static thread_local std::vector<float> apack, bpack;
+  const int64_t slivers = (rows + kMr - 1) / kMr;
+  apack.resize(static_cast<size_t>(slivers * kMr * std::min(kKcF, kdim)));
+  bpack.resize(static_cast<size_t>(kKcF * kNr));
+  for (int64_t pc = 0; pc < kdim; pc += kKcF) {
+    const int64_t kc = std::min(kKcF, kdim - pc);
+    for (int64_t s = 0; s < slivers; ++s) {
+      float* dst = apack.data() + s * kMr * kc;
+      for (int64_t r = 0; r < kMr; ++r) {
+        const int64_t row = s * kMr + r;
+        for (int64_t k = 0; k < kc; ++k) dst[k * kMr + r] = row < rows ? a[row * kdim + pc + k] : 0.0f;
+      }
+    }
+    for (int64_t jr = 0; jr < n; jr += kNr) {
+      const int64_t nr = std::min(kNr, n - jr);
+      for (int64_t k = 0; k < kc; ++k) {
+        float* dst = bpack.data() + k * kNr;
+        std::copy_n(b + (pc + k) * n + jr, nr, dst);
+        std::fill(dst + nr, dst + kNr, 0.0f);
+      }
+      for (int64_t s = 0; s < slivers; ++s) {
+        tile_f32<kMr, kNv>(apack.data() + s * kMr * kc, bpack.data(), kc, out + s * kMr * n + jr, n,
+                           std::min<int64_t>(kMr, rows - s * kMr), nr);
+      }
+    }
+  }
+}
+
+// Register tiles: accumulators and fractal sums of 1 x 16 (SSE2: 8 of 16 xmm), 2 x 16 (AVX2: 8 of
+// 16 ymm), 6 x 32 (AVX-512: 24 of 32 zmm) outputs.
+void gemm_f32_sse2(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n, const float* bias,
+                   float* out) {
+  gemm_f32_blocked<1, 1>(a, rows, kdim, b, n, bias, out);
+}
+__attribute__((target("avx2"))) void gemm_f32_avx2(const float* a, int64_t rows, int64_t kdim, const float* b,
+                                                   int64_t n, const float* bias, float* out) {
+  gemm_f32_blocked<2, 1>(a, rows, kdim, b, n, bias, out);
+}
+__attribute__((target("avx512f,avx2"))) void gemm_f32_avx512(const float* a, int64_t rows, int64_t kdim,
+                                                             const float* b, int64_t n, const float* bias,
+                                                             float* out) {
+  gemm_f32_blocked<6, 2>(a, rows, kdim, b, n, bias, out);
+}
+
+void gemm_f32(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n, const float* bias,
+              float* out) {
+  switch (math::isa()) {
+    case math::Isa::kScalar: return gemm_f32_scalar(a, rows, kdim, b, n, bias, out);
+    case math::Isa::kSse2: return gemm_f32_sse2(a, rows, kdim, b, n, bias, out);
+    case math::Isa::kAvx2: return gemm_f32_avx2(a, rows, kdim, b, n, bias, out);
+    case math::Isa::kAvx512: return gemm_f32_avx512(a, rows, kdim, b, n, bias, out);
   }
 }
 
