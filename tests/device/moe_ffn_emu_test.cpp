@@ -14,6 +14,8 @@
 
 #include "cases/moe_ffn.h"
 #include "core/guard.h"
+#include "reference/math/shared_parallel.h"
+#include "reference/math/shared_simd.h"
 #include "tests/reference/moe_ffn_testing.h"
 
 namespace opgate::emu::moe_ffn {
@@ -176,6 +178,33 @@ TEST(MoeFFNEmu, deterministic_over_runs) {
   for (int64_t i = 0; i < first.numel(); ++i) ASSERT_NE(first.bits(i), poison_bits(DType::kF16)) << i;
 }
 
+
+
+// The fp32 fractal matmul has a plain loop (the scalar path) and vector paths; every path and thread
+// count must give the scalar path's y bit for bit: fp16 and bf16 (both matmuls fp32), K1 = 300 (a
+// second 256-deep block ending inside a fractal), experts of 70, 0, 13 rows (partial register
+// tiles), N1 = 45 and K1 columns of 300 (partial 16- and 32-column panels), biases.
+TEST(MoeFFNEmu, bit_identical_across_isa_paths_and_threads) {
+  const math::Isa isa_before = math::isa();
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    const auto [p, k] = mc::Builder().dtype(t).tokens({70, 0, 13}).k1(300).n1(45).bias1().bias2().build();
+    const TensorMap in = mc::fill(p, k, ref::moe_ffn::specs(p), FillMode::kRealistic, 5).value();
+    math::set_threads(1);
+    math::set_isa(math::Isa::kScalar);
+    const Tensor base = run_emu(p, in);
+    for (math::Isa isa : {math::Isa::kSse2, math::Isa::kAvx2, math::Isa::kAvx512}) {
+      if (!math::isa_supported(isa)) continue;
+      math::set_isa(isa);
+      for (int64_t threads : {1, 2, 7}) {
+        math::set_threads(threads);
+        EXPECT_TRUE(run_emu(p, in).bytes_equal(base)) << dtype_name(t) << " " << math::isa_name(isa) << " at "
+                                                      << threads << " threads";
+      }
+    }
+  }
+  math::set_threads(0);
+  math::set_isa(isa_before);
+}
 
 }  // namespace
 }  // namespace opgate::emu::moe_ffn

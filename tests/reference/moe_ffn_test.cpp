@@ -284,5 +284,40 @@ TEST(MoeFFNReference, exact_relu_fill_has_zero_budget) {
 }
 
 
+
+// At model sizes the high-performance path looks the activation of determined fp16 hidden values
+// up in a table (M * N1 >= 2^18). Rows are independent, so the first rows of a large call (table)
+// must equal a call on those rows alone (direct evaluation), values and budgets bit for bit. The
+// large call repeats the small one's rows, so that everything computed over all of x (its grid)
+// is the same. Exact fills pin every hidden value (all lookups), realistic ones pin a part.
+TEST(MoeFFNReference, activation_table_equals_direct_evaluation) {
+  constexpr int64_t kSmall = 24, kLarge = 200, k1 = 32, n1 = 1320;
+  ASSERT_GE(kLarge * n1, int64_t{1} << 18);
+  ASSERT_LT(kSmall * n1, int64_t{1} << 18);
+  for (const char* act : {"fastgelu", "silu", "gelu"}) {
+    for (FillMode mode : {FillMode::kExact, FillMode::kRealistic}) {
+      const auto [big, knobs] = mc::Builder().tokens({kLarge}).k1(k1).n1(n1).activation(act).bias1().bias2().build();
+      TensorMap in = mc::fill(big, knobs, specs(big), mode, 11).value();
+      Tensor x = Tensor::zeros(DType::kF16, {kLarge, k1});
+      const auto* src = in.at("x").ptr<uint16_t>();
+      for (int64_t r = 0; r < kLarge; ++r) std::memcpy(x.ptr<uint16_t>() + r * k1, src + (r % kSmall) * k1, 2 * k1);
+      in["x"] = x;
+      const Params small = mc::Builder().tokens({kSmall}).k1(k1).n1(n1).activation(act).bias1().bias2().build().first;
+      TensorMap in_small = in;
+      Tensor xs = Tensor::zeros(DType::kF16, {kSmall, k1});
+      std::memcpy(xs.ptr<uint16_t>(), x.ptr<uint16_t>(), static_cast<size_t>(2 * kSmall * k1));
+      in_small["x"] = xs;
+      const RefOutputs r_big = reference(big, in), r_small = reference(small, in_small);
+      for (const auto& [a_map, b_map] : {std::pair{&r_big.expected, &r_small.expected},
+                                         std::pair{&r_big.magnitude, &r_small.magnitude}}) {
+        const Tensor& a = a_map->at("y");
+        const Tensor& b = b_map->at("y");
+        ASSERT_EQ(std::memcmp(a.ptr<double>(), b.ptr<double>(), static_cast<size_t>(b.nbytes())), 0)
+            << act << " " << fill_mode_name(mode);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace opgate::ref::moe_ffn
