@@ -107,38 +107,46 @@ void gemm_f32_scalar(const float* a, int64_t rows, int64_t kdim, const float* b,
 
 // The same sums vectorised across output columns (each lane one element's own sums, multiply and
 // add separate: the device library has no FP contraction), blocked like reference/math/shared_gemm:
-// rows packed in slivers of kMr, kKcF x 16 kNv panels of b, the accumulators in registers across
+// rows packed in slivers of kMr, kKcF x kNr panels of b, the accumulators in registers across
 // the fractals of a k block (kKcF is a multiple of the fractal, so blocks start on fractals).
-typedef float V16 __attribute__((vector_size(64)));
+// Vectors of the path's native width (wider generic vectors would be split through memory).
+typedef float F4 __attribute__((vector_size(16)));
+typedef float F8 __attribute__((vector_size(32)));
+typedef float F16 __attribute__((vector_size(64)));
 constexpr int64_t kKcF = 256;
 
 #define OPGATE_INLINE inline __attribute__((always_inline))
 
-OPGATE_INLINE V16 load16(const float* p) {
-  V16 v;
+template <typename V>
+OPGATE_INLINE V load(const float* p) {
+  V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-OPGATE_INLINE void store16(float* p, V16 v) { std::memcpy(p, &v, sizeof v); }
+template <typename V>
+OPGATE_INLINE void store(float* p, V v) {
+  std::memcpy(p, &v, sizeof v);
+}
 
-template <int kMr, int kNv>
+template <typename V, int kMr, int kNv>
 OPGATE_INLINE void tile_f32(const float* ap, const float* bp, int64_t kc, float* c, int64_t ldc, int64_t mr,
                             int64_t nr) {
-  constexpr int64_t kNr = 16 * kNv;
+  constexpr int64_t kLanes = sizeof(V) / sizeof(float);
+  constexpr int64_t kNr = kLanes * kNv;
   float edge[kMr * kNr] = {};
   const bool full = mr == kMr && nr == kNr;
   float* dst = full ? c : edge;
   const int64_t ld = full ? ldc : kNr;
   for (int64_t r = 0; !full && r < mr; ++r) std::copy_n(c + r * ldc, nr, edge + r * kNr);
-  V16 acc[kMr][kNv];
+  V acc[kMr][kNv];
   for (int r = 0; r < kMr; ++r) {
-    for (int v = 0; v < kNv; ++v) acc[r][v] = load16(dst + r * ld + 16 * v);
+    for (int v = 0; v < kNv; ++v) acc[r][v] = load<V>(dst + r * ld + kLanes * v);
   }
   for (int64_t f0 = 0; f0 < kc; f0 += kFractal) {
-    V16 part[kMr][kNv] = {};
+    V part[kMr][kNv] = {};
     for (int64_t k = f0; k < std::min(kc, f0 + kFractal); ++k) {
-      V16 bv[kNv];
-      for (int v = 0; v < kNv; ++v) bv[v] = load16(bp + k * kNr + 16 * v);
+      V bv[kNv];
+      for (int v = 0; v < kNv; ++v) bv[v] = load<V>(bp + k * kNr + kLanes * v);
       for (int r = 0; r < kMr; ++r) {
         const float av = ap[k * kMr + r];
         for (int v = 0; v < kNv; ++v) part[r][v] += bv[v] * av;
@@ -149,15 +157,15 @@ OPGATE_INLINE void tile_f32(const float* ap, const float* bp, int64_t kc, float*
     }
   }
   for (int r = 0; r < kMr; ++r) {
-    for (int v = 0; v < kNv; ++v) store16(dst + r * ld + 16 * v, acc[r][v]);
+    for (int v = 0; v < kNv; ++v) store<V>(dst + r * ld + kLanes * v, acc[r][v]);
   }
   for (int64_t r = 0; !full && r < mr; ++r) std::copy_n(edge + r * kNr, nr, c + r * ldc);
 }
 
-template <int kMr, int kNv>
+template <typename V, int kMr, int kNv>
 OPGATE_INLINE void gemm_f32_blocked(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n,
                                     const float* bias, float* out) {
-  constexpr int64_t kNr = 16 * kNv;
+  constexpr int64_t kNr = static_cast<int64_t>(sizeof(V) / sizeof(float)) * kNv;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t j = 0; j < n; ++j) out[r * n + j] = bias ? bias[j] : 0.0f;
   }
@@ -182,27 +190,27 @@ OPGATE_INLINE void gemm_f32_blocked(const float* a, int64_t rows, int64_t kdim, 
         std::fill(dst + nr, dst + kNr, 0.0f);
       }
       for (int64_t s = 0; s < slivers; ++s) {
-        tile_f32<kMr, kNv>(apack.data() + s * kMr * kc, bpack.data(), kc, out + s * kMr * n + jr, n,
+        tile_f32<V, kMr, kNv>(apack.data() + s * kMr * kc, bpack.data(), kc, out + s * kMr * n + jr, n,
                            std::min<int64_t>(kMr, rows - s * kMr), nr);
       }
     }
   }
 }
 
-// Register tiles: accumulators and fractal sums of 1 x 16 (SSE2: 8 of 16 xmm), 2 x 16 (AVX2: 8 of
+// Register tiles: accumulators and fractal sums of 3 x 8 (SSE2: 12 of 16 xmm), 3 x 16 (AVX2: 12 of
 // 16 ymm), 6 x 32 (AVX-512: 24 of 32 zmm) outputs.
 void gemm_f32_sse2(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n, const float* bias,
                    float* out) {
-  gemm_f32_blocked<1, 1>(a, rows, kdim, b, n, bias, out);
+  gemm_f32_blocked<F4, 3, 2>(a, rows, kdim, b, n, bias, out);
 }
 __attribute__((target("avx2"))) void gemm_f32_avx2(const float* a, int64_t rows, int64_t kdim, const float* b,
                                                    int64_t n, const float* bias, float* out) {
-  gemm_f32_blocked<2, 1>(a, rows, kdim, b, n, bias, out);
+  gemm_f32_blocked<F8, 3, 2>(a, rows, kdim, b, n, bias, out);
 }
 __attribute__((target("avx512f,avx2"))) void gemm_f32_avx512(const float* a, int64_t rows, int64_t kdim,
                                                              const float* b, int64_t n, const float* bias,
                                                              float* out) {
-  gemm_f32_blocked<6, 2>(a, rows, kdim, b, n, bias, out);
+  gemm_f32_blocked<F16, 6, 2>(a, rows, kdim, b, n, bias, out);
 }
 
 void gemm_f32(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n, const float* bias,

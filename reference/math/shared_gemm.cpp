@@ -1,8 +1,8 @@
 // The blocked product of shared_gemm.h. Goto-style blocking: for each block of kKc values of k,
 // the rows of `a` are packed into slivers of kMr rows (k-major, so the kernel reads them in
 // order), and each panel of kNr columns of `b` into a kKc x kNr panel (L1-resident while every
-// sliver of rows streams past it from L2). The register tile is kMr rows x kNr columns of
-// 8-double vectors; every vector lane is one output element's own sum, so the order of its
+// sliver of rows streams past it from L2). The register tile is kMr rows x kNr columns in
+// vectors of the path's width; every lane is one output element's own sum, so the order of its
 // operations is the scalar loop's. Partial sums wait in `c` between k blocks (exact: a double).
 #include "reference/math/shared_gemm.h"
 
@@ -20,16 +20,23 @@ namespace {
 
 constexpr int64_t kKc = 256;  // k per block: a 16-column panel is 32 KiB (L1 48 KiB here)
 
+// Vectors of the path's native width (wider generic vectors would be split through memory).
+typedef double V2 __attribute__((vector_size(16)));
+typedef double V4 __attribute__((vector_size(32)));
 typedef double V8 __attribute__((vector_size(64)));
 
 #define OPGATE_INLINE inline __attribute__((always_inline))
 
-OPGATE_INLINE V8 load8(const double* p) {
-  V8 v;
+template <typename V>
+OPGATE_INLINE V load(const double* p) {
+  V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-OPGATE_INLINE void store8(double* p, V8 v) { std::memcpy(p, &v, sizeof v); }
+template <typename V>
+OPGATE_INLINE void store(double* p, V v) {
+  std::memcpy(p, &v, sizeof v);
+}
 
 // An element of b as a double: itself, or the exact value of an fp16 / bf16 pattern from `tab`.
 template <typename T>
@@ -60,14 +67,15 @@ void gemm_scalar(const double* a, int64_t lda, const T* b, const double* tab, in
   }
 }
 
-// kMr x (8 kNv) outputs over kc values of k: acc starts at 0 (or the partial sums in c), then
+// kMr x (lanes kNv) outputs over kc values of k: acc starts at 0 (or the partial sums in c), then
 // acc += b * a for each k in order. mr x nr of the tile are real (the packing padded the rest with
 // zeros, whose lanes are discarded).
-template <int kMr, int kNv>
+template <typename V, int kMr, int kNv>
 OPGATE_INLINE void tile(const double* ap, const double* bp, int64_t kc, double* c, int64_t ldc, bool accumulate,
                         int64_t mr, int64_t nr) {
-  constexpr int64_t kNr = 8 * kNv;
-  V8 acc[kMr][kNv];
+  constexpr int64_t kLanes = sizeof(V) / sizeof(double);
+  constexpr int64_t kNr = kLanes * kNv;
+  V acc[kMr][kNv];
   const bool full = mr == kMr && nr == kNr;
   double edge[kMr * kNr];
   if (!full) {
@@ -76,12 +84,12 @@ OPGATE_INLINE void tile(const double* ap, const double* bp, int64_t kc, double* 
   }
   for (int r = 0; r < kMr; ++r) {
     for (int v = 0; v < kNv; ++v) {
-      acc[r][v] = full ? (accumulate ? load8(c + r * ldc + 8 * v) : V8{}) : load8(edge + r * kNr + 8 * v);
+      acc[r][v] = full ? (accumulate ? load<V>(c + r * ldc + kLanes * v) : V{}) : load<V>(edge + r * kNr + kLanes * v);
     }
   }
   for (int64_t k = 0; k < kc; ++k) {
-    V8 bv[kNv];
-    for (int v = 0; v < kNv; ++v) bv[v] = load8(bp + k * kNr + 8 * v);
+    V bv[kNv];
+    for (int v = 0; v < kNv; ++v) bv[v] = load<V>(bp + k * kNr + kLanes * v);
     for (int r = 0; r < kMr; ++r) {
       const double av = ap[k * kMr + r];
       for (int v = 0; v < kNv; ++v) acc[r][v] += bv[v] * av;  // a * b: products commute exactly
@@ -89,20 +97,20 @@ OPGATE_INLINE void tile(const double* ap, const double* bp, int64_t kc, double* 
   }
   if (full) {
     for (int r = 0; r < kMr; ++r) {
-      for (int v = 0; v < kNv; ++v) store8(c + r * ldc + 8 * v, acc[r][v]);
+      for (int v = 0; v < kNv; ++v) store<V>(c + r * ldc + kLanes * v, acc[r][v]);
     }
     return;
   }
   for (int r = 0; r < kMr; ++r) {
-    for (int v = 0; v < kNv; ++v) store8(edge + r * kNr + 8 * v, acc[r][v]);
+    for (int v = 0; v < kNv; ++v) store<V>(edge + r * kNr + kLanes * v, acc[r][v]);
   }
   for (int64_t r = 0; r < mr; ++r) std::copy_n(edge + r * kNr, nr, c + r * ldc);
 }
 
-template <int kMr, int kNv, typename T>
+template <typename V, int kMr, int kNv, typename T>
 OPGATE_INLINE void gemm_blocked(const double* a, int64_t lda, const T* b, const double* tab, int64_t ldb, bool abs_b,
                                 int64_t rows, int64_t kdim, int64_t n, double* c, int64_t ldc) {
-  constexpr int64_t kNr = 8 * kNv;
+  constexpr int64_t kNr = static_cast<int64_t>(sizeof(V) / sizeof(double)) * kNv;
   if (kdim == 0) {
     for (int64_t r = 0; r < rows; ++r) std::fill_n(c + r * ldc, n, 0.0);
     return;
@@ -138,30 +146,30 @@ OPGATE_INLINE void gemm_blocked(const double* a, int64_t lda, const T* b, const 
         for (int64_t j = nr; j < kNr; ++j) dst[j] = 0.0;
       }
       for (int64_t s = 0; s < slivers; ++s) {
-        tile<kMr, kNv>(apack.data() + s * kMr * kc, bpack.data(), kc, c + s * kMr * ldc + jr, ldc, pc > 0,
+        tile<V, kMr, kNv>(apack.data() + s * kMr * kc, bpack.data(), kc, c + s * kMr * ldc + jr, ldc, pc > 0,
                        std::min<int64_t>(kMr, rows - s * kMr), nr);
       }
     }
   }
 }
 
-// Register tiles: SSE2 (16 xmm) 2 rows x 8 columns, AVX2 (16 ymm) 4 x 8, AVX-512 (32 zmm) 8 x 16:
+// Register tiles: SSE2 (16 xmm) 4 rows x 4 columns, AVX2 (16 ymm) 4 x 8, AVX-512 (32 zmm) 8 x 16:
 // 8, 8 and 16 registers of accumulators.
 #define OPGATE_GEMM_PATHS(T)                                                                                      \
   void gemm_sse2(const double* a, int64_t lda, const T* b, const double* tab, int64_t ldb, bool abs_b,          \
                  int64_t rows, int64_t kdim, int64_t n, double* c, int64_t ldc) {                                \
-    gemm_blocked<2, 1>(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);                                      \
+    gemm_blocked<V2, 4, 2>(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);                                      \
   }                                                                                                               \
   __attribute__((target("avx2"))) void gemm_avx2(const double* a, int64_t lda, const T* b, const double* tab,  \
                                                  int64_t ldb, bool abs_b, int64_t rows, int64_t kdim, int64_t n,  \
                                                  double* c, int64_t ldc) {                                        \
-    gemm_blocked<4, 1>(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);                                      \
+    gemm_blocked<V4, 4, 2>(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);                                      \
   }                                                                                                               \
   __attribute__((target("avx512f,avx2"))) void gemm_avx512(const double* a, int64_t lda, const T* b,           \
                                                            const double* tab, int64_t ldb, bool abs_b,           \
                                                            int64_t rows, int64_t kdim, int64_t n, double* c,     \
                                                            int64_t ldc) {                                         \
-    gemm_blocked<8, 2>(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);                                      \
+    gemm_blocked<V8, 8, 2>(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);                                      \
   }
 
 OPGATE_GEMM_PATHS(double)
