@@ -63,7 +63,6 @@ constexpr DefectEntry kDefects[] = {
      "AscendQuant multiplies by the fp32 scale instead of its half cast"},
 };
 
-constexpr int64_t kRowTile = 8;
 constexpr int64_t kColTile = 512;
 constexpr int64_t kFractal = 16;  // cube K depth of one fractal (ASSUMPTION, spec §1.4.7)
 constexpr int64_t kRowBlock = 64;
@@ -75,38 +74,9 @@ Expected<Defect> parse_defect(const std::string& name) {
 double r16(double v) { return round_to(DType::kF16, v); }
 
 // out[r][j] = fp32 sum of bias[j] and sum_k a[r][k] b[k][j]: a sequential fp32 sum inside each
-// 16-deep fractal, each fractal sum then added to the accumulator. The plain formulation (the
-// scalar ISA path, and the definition the vector paths follow).
-void gemm_f32_scalar(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n, const float* bias,
-                     float* out) {
-  std::vector<float> acc(static_cast<size_t>(kRowTile * kColTile));
-  std::vector<float> part(acc.size());
-  for (int64_t r0 = 0; r0 < rows; r0 += kRowTile) {
-    const int64_t rt = std::min(kRowTile, rows - r0);
-    for (int64_t j0 = 0; j0 < n; j0 += kColTile) {
-      const int64_t jt = std::min(kColTile, n - j0);
-      for (int64_t i = 0; i < rt; ++i) {
-        for (int64_t j = 0; j < jt; ++j) acc[static_cast<size_t>(i * kColTile + j)] = bias ? bias[j0 + j] : 0.0f;
-      }
-      for (int64_t k0 = 0; k0 < kdim; k0 += kFractal) {
-        std::fill(part.begin(), part.end(), 0.0f);
-        for (int64_t kk = k0; kk < std::min(kdim, k0 + kFractal); ++kk) {
-          const float* brow = b + kk * n + j0;
-          for (int64_t i = 0; i < rt; ++i) {
-            const float av = a[(r0 + i) * kdim + kk];
-            float* dst = part.data() + i * kColTile;
-            for (int64_t j = 0; j < jt; ++j) dst[j] += av * brow[j];
-          }
-        }
-        for (size_t i = 0; i < acc.size(); ++i) acc[i] += part[i];
-      }
-      for (int64_t i = 0; i < rt; ++i) std::copy_n(acc.data() + i * kColTile, jt, out + (r0 + i) * n + j0);
-    }
-  }
-}
-
-// The same sums vectorised across output columns (each lane one element's own sums, multiply and
-// add separate: the device library has no FP contraction), blocked like reference/math/shared_gemm:
+// 16-deep fractal, each fractal sum then added to the accumulator. Vectorised across output
+// columns (each lane one element's own sums, multiply and add separate: the device library has no
+// FP contraction), blocked like reference/math/shared_gemm:
 // rows packed in slivers of kMr, kKcF x kNr panels of b, the accumulators in registers across
 // the fractals of a k block (kKcF is a multiple of the fractal, so blocks start on fractals).
 // Vectors of the path's native width (wider generic vectors would be split through memory).
@@ -216,7 +186,9 @@ __attribute__((target("avx512f,avx2"))) void gemm_f32_avx512(const float* a, int
 void gemm_f32(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n, const float* bias,
               float* out) {
   switch (math::isa()) {
-    case math::Isa::kScalar: return gemm_f32_scalar(a, rows, kdim, b, n, bias, out);
+    // One formulation on every path (no dead plain loop for mutants to hide in): SSE2 is x86-64's
+    // baseline, so the scalar setting runs the SSE2 code.
+    case math::Isa::kScalar:
     case math::Isa::kSse2: return gemm_f32_sse2(a, rows, kdim, b, n, bias, out);
     case math::Isa::kAvx2: return gemm_f32_avx2(a, rows, kdim, b, n, bias, out);
     case math::Isa::kAvx512: return gemm_f32_avx512(a, rows, kdim, b, n, bias, out);

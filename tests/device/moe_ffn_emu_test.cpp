@@ -180,8 +180,8 @@ TEST(MoeFFNEmu, deterministic_over_runs) {
 
 
 
-// The fp32 fractal matmul has a plain loop (the scalar path) and vector paths; every path and thread
-// count must give the scalar path's y bit for bit: fp16 and bf16 (both matmuls fp32), K1 = 300 (a
+// The fp32 fractal matmul is vectorised per ISA path (the scalar setting runs the SSE2 code); every
+// path and thread count must give the 1-thread SSE2 y bit for bit: fp16 and bf16 (both matmuls fp32), K1 = 300 (a
 // second 256-deep block ending inside a fractal), experts of 70, 0, 13 rows (partial register
 // tiles), N1 = 45 and K1 columns of 300 (partial 16- and 32-column panels), biases.
 TEST(MoeFFNEmu, bit_identical_across_isa_paths_and_threads) {
@@ -190,7 +190,7 @@ TEST(MoeFFNEmu, bit_identical_across_isa_paths_and_threads) {
     const auto [p, k] = mc::Builder().dtype(t).tokens({70, 0, 13}).k1(300).n1(45).bias1().bias2().build();
     const TensorMap in = mc::fill(p, k, ref::moe_ffn::specs(p), FillMode::kRealistic, 5).value();
     math::set_threads(1);
-    math::set_isa(math::Isa::kScalar);
+    math::set_isa(math::Isa::kSse2);
     const Tensor base = run_emu(p, in);
     for (math::Isa isa : {math::Isa::kSse2, math::Isa::kAvx2, math::Isa::kAvx512}) {
       if (!math::isa_supported(isa)) continue;
