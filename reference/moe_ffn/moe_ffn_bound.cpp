@@ -161,7 +161,8 @@ int64_t requant_steps(double q, double e) {
 int64_t accumulation_chain(int64_t k) { return (k + 15) / 16 + 16; }
 
 double accumulation_bound(int64_t k, double mag) {
-  const double nu = static_cast<double>(accumulation_chain(k)) * unit_roundoff(DType::kF32);
+  constexpr double kF32Unit = 0x1p-24;  // unit_roundoff(kF32), without the per-element lookup
+  const double nu = static_cast<double>(accumulation_chain(k)) * kF32Unit;
   return nu / (1.0 - nu) * mag;
 }
 
@@ -183,7 +184,14 @@ int grid_exponent(const double* v, int64_t n) {
 
 bool fp32_exact_sum(int grid_exp, double mag) {
   if (grid_exp == kNoGrid) return true;
-  return grid_exp >= -149 && mag <= std::ldexp(1.0, 24 + grid_exp);
+  if (grid_exp < -149) return false;
+  // 2^(24 + p) built from its bits (p >= -149 keeps it normal): ldexp's value without the call.
+  const int e = 24 + grid_exp;
+  if (e > 1023) return mag <= std::numeric_limits<double>::infinity();
+  const uint64_t bits = static_cast<uint64_t>(e + 1023) << 52;
+  double limit;
+  std::memcpy(&limit, &bits, sizeof limit);
+  return mag <= limit;
 }
 
 }  // namespace opgate::ref::moe_ffn
