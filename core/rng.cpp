@@ -7,6 +7,10 @@
 // rejection retries of integer(), and draws kNormalDraw + 0..2 feed normal(). Multiplying by an odd
 // constant is a bijection mod 2^64, so distinct draws get distinct keys; a retry block can only
 // coincide with a primary block of another seed, and draws of different seeds are never combined.
+//
+// The *_block functions take their Philox words from core/philox_lanes (vectorised, integer only)
+// and map them with the same functions as the scalar calls below; those double mappings stay in
+// this baseline-ISA file (no -mfma, ISO mode: no contraction), so a block value is the scalar value.
 
 #include "core/rng.h"
 
