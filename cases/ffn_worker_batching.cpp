@@ -10,9 +10,11 @@
 
 #include <fmt/format.h>
 
+#include "cases/fill_chunks.h"
 #include "cases/param_reader.h"
 #include "cases/problem_binding.h"
 #include "core/rng.h"
+#include "reference/math/shared_parallel.h"
 #include "device/layout/ffn_worker_batching.h"
 
 namespace opgate::cases::ffn_worker_batching {
@@ -99,50 +101,55 @@ uint64_t adversarial_32(const CounterRng& cls, const CounterRng& bits, uint64_t 
   }
 }
 
+// Slots (rows of H tokens) are independent, so they are filled in parallel; each row is drawn in
+// one block and converted in bulk.
 void fill_payload(const Params& p, FillMode mode, uint64_t seed, Tensor& tokens, Tensor* scales) {
   const int64_t h = ref::dims(p).h;
   const CounterRng val(seed, "tokens"), cls(seed, "tokens.class");
   const CounterRng sval(seed, "tokenScales"), scls(seed, "tokenScales.class");
   const int64_t slots = tokens.numel() / std::max<int64_t>(h, 1);
   const bool int8 = tokens.dtype() == DType::kI8;
-  for (int64_t t = 0; t < slots; ++t) {
+  math::parallel_for(slots, [&](int64_t t) {
+    std::vector<double> row(static_cast<size_t>(h));
+    const auto first = static_cast<uint64_t>(t * h);
     double amax = 0;
-    for (int64_t j = 0; j < h; ++j) {
-      const auto i = static_cast<uint64_t>(t * h + j);
-      switch (mode) {
-        case FillMode::kExact:
-          tokens.set(t * h + j, static_cast<double>(int8 ? val.integer(i, -128, 127) : val.integer(i, -64, 64)));
-          break;
-        case FillMode::kRealistic: amax = std::max(amax, std::fabs(val.normal(i))); break;
-        case FillMode::kAdversarial:
+    switch (mode) {
+      case FillMode::kExact:
+        integers(val, first, h, int8 ? -128 : -64, int8 ? 127 : 64, row.data());
+        store_elements(tokens, t * h, row.data(), h);
+        break;
+      case FillMode::kRealistic: {
+        // Activations N(0, 1); int8 tokens quantised per token with scale amax / 127.
+        val.normal_block(first, h, row.data());
+        for (const double x : row) amax = std::max(amax, std::fabs(x));
+        const double scale = static_cast<double>(static_cast<float>(std::max(amax, 1e-3) / 127));
+        for (double& x : row) x = int8 ? std::max(-127.0, std::min(127.0, std::nearbyint(x / scale))) : x;
+        store_elements(tokens, t * h, row.data(), h);
+        break;
+      }
+      case FillMode::kAdversarial: {
+        for (int64_t j = 0; j < h; ++j) {
+          const auto i = static_cast<uint64_t>(t * h + j);
           tokens.set_bits(t * h + j, int8 ? static_cast<uint64_t>(val.integer(i, 0, 255))
                                           : adversarial_16(tokens.dtype(), cls, val, i));
-          break;
+        }
+        // A row of only NaN/Inf patterns (likely with small H) would leave y nothing finite to
+        // compare (MISTRUSTED): its first element becomes the slot number, so such rows also differ.
+        bool finite = int8;
+        for (int64_t j = 0; j < h && !finite; ++j) finite = std::isfinite(tokens.get(t * h + j));
+        if (!finite && h > 0) tokens.set(t * h, static_cast<double>(1 + t % 1024));
+        break;
       }
     }
-    // A row of only NaN/Inf patterns (likely with small H) would leave y nothing finite to compare
-    // (MISTRUSTED): its first element becomes the slot number, so such rows also differ.
-    if (mode == FillMode::kAdversarial && !int8) {
-      bool finite = false;
-      for (int64_t j = 0; j < h; ++j) finite = finite || std::isfinite(tokens.get(t * h + j));
-      if (!finite && h > 0) tokens.set(t * h, static_cast<double>(1 + t % 1024));
-    }
-    // Realistic: activations N(0, 1); int8 tokens quantised per token with scale amax / 127.
-    const double scale = static_cast<double>(static_cast<float>(std::max(amax, 1e-3) / 127));
-    if (mode == FillMode::kRealistic) {
-      for (int64_t j = 0; j < h; ++j) {
-        const double x = val.normal(static_cast<uint64_t>(t * h + j));
-        tokens.set(t * h + j, int8 ? std::max(-127.0, std::min(127.0, std::nearbyint(x / scale))) : x);
-      }
-    }
-    if (scales == nullptr) continue;
+    if (scales == nullptr) return;
     const auto u = static_cast<uint64_t>(t);
     if (mode == FillMode::kAdversarial) {
       scales->set_bits(t, adversarial_32(scls, sval, u));
     } else {
+      const double scale = static_cast<double>(static_cast<float>(std::max(amax, 1e-3) / 127));
       scales->set(t, mode == FillMode::kExact ? std::ldexp(1.0, static_cast<int>(sval.integer(u, -8, 8))) : scale);
     }
-  }
+  });
 }
 
 std::string entry_text(const ref::Entry& x) {

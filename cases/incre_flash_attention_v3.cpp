@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "cases/fill_chunks.h"
 #include "cases/param_reader.h"
 #include "cases/problem_binding.h"
 #include "core/rng.h"
@@ -411,23 +412,27 @@ namespace {
 
 // An approximately standard normal value from one 64-bit draw: the Irwin-Hall sum of four 16-bit
 // uniforms, centred and scaled to unit variance (integer arithmetic, then one exact product).
-double cheap_normal(const CounterRng& rng, uint64_t i) {
-  const uint64_t b = rng.bits(i);
+double cheap_normal_of(uint64_t b) {
   int64_t sum = 0;
   for (int k = 0; k < 4; ++k) sum += static_cast<int64_t>((b >> (16 * k)) & 0xFFFF);
   return static_cast<double>(sum - 2 * 65535) * (std::sqrt(3.0) / 65536.0);
 }
+double cheap_normal(const CounterRng& rng, uint64_t i) { return cheap_normal_of(rng.bits(i)); }
 
 // Small integer in [lo, hi] from one draw (bias below 2^-40, irrelevant for test data).
-double small_int(const CounterRng& rng, uint64_t i, int64_t lo, int64_t hi) {
-  return static_cast<double>(lo + static_cast<int64_t>(rng.bits(i) % static_cast<uint64_t>(hi - lo + 1)));
+double small_int_of(uint64_t b, int64_t lo, int64_t hi) {
+  return static_cast<double>(lo + static_cast<int64_t>(b % static_cast<uint64_t>(hi - lo + 1)));
 }
+double small_int(const CounterRng& rng, uint64_t i, int64_t lo, int64_t hi) { return small_int_of(rng.bits(i), lo, hi); }
 
 // The int8 code of 40 * x, about the range of a per-channel quantised activation.
 double code8(double x) { return std::round(std::clamp(40 * x, -127.0, 127.0)); }
 
+// Every element of t from f(flat index), in parallel chunks (f reads only const state).
 void set_all(Tensor& t, const std::function<double(int64_t)>& f) {
-  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, f(i));
+  fill_chunks(t, [&](int64_t first, int64_t n, double* out) {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(first + i);
+  });
 }
 
 // q (B, N, 1, D). Adversarial even batches: +-A along a random sign pattern so that keys aligned
@@ -435,15 +440,24 @@ void set_all(Tensor& t, const std::function<double(int64_t)>& f) {
 void fill_query(const Params& p, FillMode mode, uint64_t seed, Tensor& q) {
   const CounterRng rng(seed, "query");
   const int64_t per_batch = p.num_heads * p.head_dim;
-  set_all(q, [&](int64_t i) {
-    const auto u = static_cast<uint64_t>(i);
-    if (mode == FillMode::kExact) return small_int(rng, u, -3, 3);
-    if (mode == FillMode::kAdversarial && (i / per_batch) % 2 == 0) return (rng.bits(u) & 1) ? 200.0 : -200.0;
-    return 1.5 * cheap_normal(rng, u);
+  fill_chunks(q, [&](int64_t first, int64_t n, double* out) {
+    uint64_t b[kFillChunk];
+    rng.bits_block(static_cast<uint64_t>(first), n, b);
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = first + k;
+      if (mode == FillMode::kExact) {
+        out[k] = small_int_of(b[k], -3, 3);
+      } else if (mode == FillMode::kAdversarial && (i / per_batch) % 2 == 0) {
+        out[k] = (b[k] & 1) ? 200.0 : -200.0;
+      } else {
+        out[k] = 1.5 * cheap_normal_of(b[k]);
+      }
+    }
   });
 }
 
-// Key and value rows (b, n2, t) for t < L_b; slots past L_b stay 0 (pack poisons them).
+// Key and value rows (b, n2, t) for t < L_b; slots past L_b stay 0 (pack poisons them). Each row of
+// D elements is drawn in blocks and converted in bulk.
 void fill_kv(const Params& p, FillMode mode, uint64_t seed, const Tensor& q, Tensor& key, Tensor& value) {
   const int64_t n2s = ref::kv_heads(p);
   const int64_t g = ref::group_size(p);
@@ -458,34 +472,43 @@ void fill_kv(const Params& p, FillMode mode, uint64_t seed, const Tensor& q, Ten
     const int64_t len = std::min(lengths[static_cast<size_t>(b)], cap);
     const bool huge = mode == FillMode::kAdversarial && b % 2 == 0;
     const bool tied = mode == FillMode::kAdversarial && b % 2 == 1;
+    const auto ud = static_cast<size_t>(d);
+    std::vector<uint64_t> bk(ud), bv(ud), ba(ud);
+    std::vector<double> krow(ud), vrow(ud), bias(ud);
+    // Value channels carry a per-channel bias, as projections do; it makes PV sums grow.
+    mean.uniform_block(static_cast<uint64_t>(n2 * d), d, bias.data());
+    for (double& m : bias) m = 4 * (m - 0.5);
     for (int64_t t = 0; t < len; ++t) {
       // Tied batches reuse row 0's key for every t; huge batches scale sign(q) by an integer c_t.
       const int64_t tk = tied ? 0 : t;
       const double c_t = small_int(coef, static_cast<uint64_t>(job * cap + t), int8 ? -3 : -300, int8 ? 3 : 300);
+      const int64_t row = (job * cap + t) * d;
+      kr.bits_block(static_cast<uint64_t>((job * cap + tk) * d), d, bk.data());
+      vr.bits_block(static_cast<uint64_t>(row), d, bv.data());
+      if (tied) vr.bits_block(static_cast<uint64_t>((job * cap + t / 2 * 2) * d), d, ba.data());
       for (int64_t i = 0; i < d; ++i) {
-        const int64_t flat = (job * cap + t) * d + i;
-        const auto uk = static_cast<uint64_t>((job * cap + tk) * d + i);
-        const auto uv = static_cast<uint64_t>(flat);
-        const double nk = cheap_normal(kr, uk);
-        const double nv = cheap_normal(vr, uv);
+        const auto k = static_cast<size_t>(i);
+        const double nk = cheap_normal_of(bk[k]);
+        const double nv = cheap_normal_of(bv[k]);
         double kv = int8 ? code8(nk) : nk;
         double vv = int8 ? code8(nv) : nv;
         if (mode == FillMode::kExact) {
-          kv = small_int(kr, uk, int8 ? -8 : -3, int8 ? 8 : 3);
-          vv = small_int(vr, uv, int8 ? -8 : -4, int8 ? 8 : 4);
+          kv = small_int_of(bk[k], int8 ? -8 : -3, int8 ? 8 : 3);
+          vv = small_int_of(bv[k], int8 ? -8 : -4, int8 ? 8 : 4);
         } else if (huge) {
           kv = (q.get((b * p.num_heads + n2 * g) * d + i) < 0 ? -c_t : c_t) * (int8 ? 10 : 1);
         } else if (tied) {
           // Values cancel in pairs (t, t+1): the mean over an even length is zero.
-          const double a = cheap_normal(vr, static_cast<uint64_t>((job * cap + t / 2 * 2) * d + i));
+          const double a = cheap_normal_of(ba[k]);
           vv = (t % 2 == 0 ? 1 : -1) * (int8 ? code8(a) : 1000 * a);
         } else if (!int8) {
-          // Value channels carry a per-channel bias, as projections do; it makes PV sums grow.
-          vv += 4 * (mean.uniform(static_cast<uint64_t>(n2 * d + i)) - 0.5);
+          vv += bias[k];
         }
-        key.set(flat, kv);
-        value.set(flat, vv);
+        krow[k] = kv;
+        vrow[k] = vv;
       }
+      store_elements(key, row, krow.data(), d);
+      store_elements(value, row, vrow.data(), d);
     }
   }, 1);
 }

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cases/fill_chunks.h"
 #include "cases/param_reader.h"
 #include "cases/problem_binding.h"
 #include "core/rng.h"
@@ -55,11 +56,23 @@ float with_low_bits(float v) {
   return v;
 }
 
+// Tensor t from the stream's runs: values(rng, first, n, out) gives elements [first, first + n).
+template <class F>
+void fill_runs(Tensor& t, uint64_t seed, const std::string& stream, F values) {
+  const CounterRng rng(seed, stream);
+  fill_chunks(t, [&](int64_t first, int64_t n, double* out) { values(rng, static_cast<uint64_t>(first), n, out); });
+}
+
+// Tensor t element by element: value(rng, index, flat) (the exact fills, whose draws vary per element).
 template <class F>
 void fill_each(Tensor& t, uint64_t seed, const std::string& stream, F value) {
-  const CounterRng rng(seed, stream);
-  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, value(rng, static_cast<uint64_t>(i), i));
+  fill_runs(t, seed, stream, [&](const CounterRng& r, uint64_t first, int64_t n, double* out) {
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = value(r, first + static_cast<uint64_t>(i), static_cast<int64_t>(first) + i);
+    }
+  });
 }
+
 
 // ±1 with probability `density`, else 0: sparse weights keep exact sums small and spread out.
 double sparse_sign(const CounterRng& r, uint64_t i, double density) {
@@ -69,10 +82,14 @@ double sparse_sign(const CounterRng& r, uint64_t i, double density) {
 
 // Zero-mean uniform with standard deviation sigma: one Philox block per element instead of the
 // twelve of CounterRng::normal, which matters for model-size weights (tens of millions of values).
-double spread(const CounterRng& r, uint64_t i, double sigma) { return r.uniform(i, -kSqrt3, kSqrt3) * sigma; }
+// spread(i) = uniform(i, -sqrt 3, sqrt 3) * sigma for a run of indices; int8: rounded and clamped.
+void spreads(const CounterRng& r, uint64_t first, int64_t n, double sigma, double* out) {
+  uniforms(r, first, n, -kSqrt3, kSqrt3, sigma, out);
+}
 
-double int8_spread(const CounterRng& r, uint64_t i, double sigma) {
-  return std::clamp(std::nearbyint(spread(r, i, sigma)), -128.0, 127.0);
+void int8_spreads(const CounterRng& r, uint64_t first, int64_t n, double sigma, double* out) {
+  spreads(r, first, n, sigma, out);
+  for (int64_t i = 0; i < n; ++i) out[i] = std::clamp(std::nearbyint(out[i]), -128.0, 127.0);
 }
 
 // fp paths. exact: x in {-2, -1.5, .., 2}, weight1 sparse ±1 (about 6 per column), so h is a
@@ -100,27 +117,36 @@ void fill_float(const Params& p, const Knobs& knobs, TensorMap& in, FillMode mod
     return static_cast<double>(r.integer(i, -half, half)) * step;
   };
   const double w1_sigma = (mode == FillMode::kAdversarial ? 6.0 : 1.5) / std::sqrt(k1);
-  fill_each(in.at("x"), seed, "x", [&](const CounterRng& r, uint64_t i, int64_t flat) {
-    if (mode == FillMode::kAdversarial && flat < p.k1) return 0.0;  // token 0: h = b1 exactly
-    return exact ? on_grid(r, i, x_step) : r.normal(i);
-  });
-  fill_each(in.at("weight1"), seed, "weight1", [&](const CounterRng& r, uint64_t i, int64_t) {
-    return exact ? sparse_sign(r, i, std::min(1.0, 6.0 / k1)) : spread(r, i, w1_sigma);
-  });
-  fill_each(in.at("weight2"), seed, "weight2", [&](const CounterRng& r, uint64_t i, int64_t) {
-    return exact ? sparse_sign(r, i, std::min(1.0, 3.0 / n1)) * static_cast<double>(r.integer(i + kSecondDraw, 1, 2))
-                 : spread(r, i, 1.0 / std::sqrt(n1));
-  });
-  if (p.has_bias1) {
-    fill_each(in.at("bias1"), seed, "bias1", [&](const CounterRng& r, uint64_t i, int64_t) {
-      return exact ? on_grid(r, i, b1_step) : 0.5 * r.normal(i);
+  if (exact) {
+    fill_each(in.at("x"), seed, "x", [&](const CounterRng& r, uint64_t i, int64_t) { return on_grid(r, i, x_step); });
+    fill_each(in.at("weight1"), seed, "weight1", [&](const CounterRng& r, uint64_t i, int64_t) {
+      return sparse_sign(r, i, std::min(1.0, 6.0 / k1));
     });
-  }
-  if (p.has_bias2) {
-    fill_each(in.at("bias2"), seed, "bias2", [&](const CounterRng& r, uint64_t i, int64_t) {
-      return exact ? on_grid(r, i, b2_step) : 0.5 * r.normal(i);
+    fill_each(in.at("weight2"), seed, "weight2", [&](const CounterRng& r, uint64_t i, int64_t) {
+      return sparse_sign(r, i, std::min(1.0, 3.0 / n1)) * static_cast<double>(r.integer(i + kSecondDraw, 1, 2));
     });
+    if (p.has_bias1) {
+      fill_each(in.at("bias1"), seed, "bias1", [&](const CounterRng& r, uint64_t i, int64_t) { return on_grid(r, i, b1_step); });
+    }
+    if (p.has_bias2) {
+      fill_each(in.at("bias2"), seed, "bias2", [&](const CounterRng& r, uint64_t i, int64_t) { return on_grid(r, i, b2_step); });
+    }
+    return;
   }
+  fill_runs(in.at("x"), seed, "x", [&](const CounterRng& r, uint64_t first, int64_t n, double* out) {
+    r.normal_block(first, n, out);
+    if (mode != FillMode::kAdversarial) return;
+    for (int64_t i = 0; i < n && static_cast<int64_t>(first) + i < p.k1; ++i) out[i] = 0.0;  // token 0: h = b1 exactly
+  });
+  fill_runs(in.at("weight1"), seed, "weight1", [&](const CounterRng& r, uint64_t first, int64_t n, double* out) {
+    spreads(r, first, n, w1_sigma, out);
+  });
+  fill_runs(in.at("weight2"), seed, "weight2", [&](const CounterRng& r, uint64_t first, int64_t n, double* out) {
+    spreads(r, first, n, 1.0 / std::sqrt(n1), out);
+  });
+  const auto half_normals = [](const CounterRng& r, uint64_t first, int64_t n, double* out) { normals(r, first, n, 0.5, out); };
+  if (p.has_bias1) fill_runs(in.at("bias1"), seed, "bias1", half_normals);
+  if (p.has_bias2) fill_runs(in.at("bias2"), seed, "bias2", half_normals);
 }
 
 // int8 paths (spec §2.5). exact: x in [-3, 3], weight1 sparse ±1, deqScale1 = 1/2, so h is a
@@ -144,16 +170,31 @@ void fill_quant(const Params& p, const Knobs& knobs, TensorMap& in, FillMode mod
   const bool adv = mode == FillMode::kAdversarial;
   const double sigma = adv ? 60.0 : 25.0;
   const int fine = static_cast<int>(knobs.fine_bits);
-  fill_each(in.at("x"), seed, "x", [&](const CounterRng& r, uint64_t i, int64_t flat) {
-    if (adv && flat < p.k1) return -128.0;
-    return exact ? static_cast<double>(r.integer(i, -3, 3)) : int8_spread(r, i, sigma);
+  fill_runs(in.at("x"), seed, "x", [&](const CounterRng& r, uint64_t first, int64_t n, double* out) {
+    if (exact) {
+      integers(r, first, n, -3, 3, out);
+    } else {
+      int8_spreads(r, first, n, sigma, out);
+    }
+    for (int64_t i = 0; adv && i < n && static_cast<int64_t>(first) + i < p.k1; ++i) out[i] = -128.0;
   });
-  fill_each(in.at("weight1"), seed, "weight1", [&](const CounterRng& r, uint64_t i, int64_t flat) {
-    if (adv && flat % std::max<int64_t>(p.n1, 1) == 0) return -128.0;
-    return exact ? sparse_sign(r, i, std::min(1.0, 6.0 / k1)) : int8_spread(r, i, sigma);
+  const int64_t n1_cols = std::max<int64_t>(p.n1, 1);
+  fill_runs(in.at("weight1"), seed, "weight1", [&](const CounterRng& r, uint64_t first, int64_t n, double* out) {
+    if (exact) {
+      for (int64_t i = 0; i < n; ++i) out[i] = sparse_sign(r, first + static_cast<uint64_t>(i), std::min(1.0, 6.0 / k1));
+    } else {
+      int8_spreads(r, first, n, sigma, out);
+    }
+    for (int64_t i = 0; adv && i < n; ++i) {
+      if ((static_cast<int64_t>(first) + i) % n1_cols == 0) out[i] = -128.0;
+    }
   });
-  fill_each(in.at("weight2"), seed, "weight2", [&](const CounterRng& r, uint64_t i, int64_t) {
-    return exact ? static_cast<double>(r.integer(i, -3, 3)) : int8_spread(r, i, 25.0);
+  fill_runs(in.at("weight2"), seed, "weight2", [&](const CounterRng& r, uint64_t first, int64_t n, double* out) {
+    if (exact) {
+      integers(r, first, n, -3, 3, out);
+    } else {
+      int8_spreads(r, first, n, 25.0, out);
+    }
   });
   if (p.has_bias1) {
     fill_each(in.at("bias1"), seed, "bias1", [&](const CounterRng& r, uint64_t i, int64_t) {

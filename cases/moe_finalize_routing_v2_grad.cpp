@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cases/fill_chunks.h"
 #include "cases/param_reader.h"
 #include "cases/problem_binding.h"
 #include "core/rng.h"
@@ -69,27 +70,30 @@ Routing make_routing(const Params& p, const Knobs& k, uint64_t seed) {
 // Value generators per fill mode. Exact: integers in [-4, 4] (products <= 32, sums over H <= 65536
 // stay below 2^24, so fp32 accumulation is exact in any order) and power-of-two scales (products
 // exact in every dtype). Realistic: N(0,1) activations and gradients, softmax-like scales in (0,1).
-double value(FillMode mode, const CounterRng& rng, uint64_t i, double scale) {
-  switch (mode) {
-    case FillMode::kExact: return static_cast<double>(rng.integer(i, -4, 4));
-    case FillMode::kRealistic:
-    case FillMode::kAdversarial: return scale * rng.normal(i);
-  }
-  return 0;
-}
-
 void fill_values(Tensor& t, FillMode mode, uint64_t seed, const char* stream, double scale) {
-  CounterRng rng(seed, stream);
-  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, value(mode, rng, static_cast<uint64_t>(i), scale));
+  const CounterRng rng(seed, stream);
+  fill_chunks(t, [&](int64_t first, int64_t n, double* out) {
+    const auto u = static_cast<uint64_t>(first);
+    if (mode == FillMode::kExact) {
+      integers(rng, u, n, -4, 4, out);
+    } else {
+      normals(rng, u, n, scale, out);
+    }
+  });
 }
 
 void fill_scales(Tensor& t, FillMode mode, uint64_t seed) {
-  CounterRng rng(seed, "scalesOptional");
+  const CounterRng rng(seed, "scalesOptional");
   static const double kPowers[] = {0.25, 0.5, 1.0, 2.0, -0.5, -1.0};
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    const uint64_t u = static_cast<uint64_t>(i);
-    t.set(i, mode == FillMode::kExact ? kPowers[rng.integer(u, 0, 5)] : rng.uniform(u, 0.01, 1.0));
-  }
+  fill_chunks(t, [&](int64_t first, int64_t n, double* out) {
+    const auto u = static_cast<uint64_t>(first);
+    if (mode == FillMode::kExact) {
+      integers(rng, u, n, 0, 5, out);
+      for (int64_t i = 0; i < n; ++i) out[i] = kPowers[static_cast<size_t>(out[i])];
+    } else {
+      rng.uniform_block(u, n, 0.01, 1.0, out);
+    }
+  });
 }
 
 // Row 3 of the adversarial fill: every product gradY * scale lies exactly halfway between two

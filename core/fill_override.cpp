@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
 
 #include "core/case.h"
+#include "core/dtype_convert.h"
 
 namespace opgate {
 namespace {
@@ -238,7 +240,15 @@ Status apply_fill_override(const FillOverride& o, Tensor& t) {
       return parse_error(fmt::format("values[{}]: {}", k, why));
     }
   }
-  for (int64_t i = 0; i < n; ++i) t.set(i, values[static_cast<size_t>(i) % values.size()]);
+  if (values.empty()) return Status::ok();  // the parser refuses empty lists; nothing to cycle
+  // The list converted once (as Tensor::set would), then its bytes repeated over the tensor.
+  const size_t size = dtype_size(t.dtype());
+  std::vector<uint8_t> pattern(values.size() * size);
+  store_elements(t.dtype(), values.data(), static_cast<int64_t>(values.size()), pattern.data());
+  const size_t total = static_cast<size_t>(n) * size;
+  for (size_t done = 0; done < total; done += pattern.size()) {
+    std::memcpy(t.data() + done, pattern.data(), std::min(pattern.size(), total - done));
+  }
   return Status::ok();
 }
 

@@ -10,6 +10,15 @@
 
 namespace opgate {
 
+// Instruction sets the *_block functions can run Philox on. Every path gives the same bits.
+enum class RngPath : uint8_t { kScalar, kAvx2, kAvx512 };
+const char* rng_path_name(RngPath path);  // "scalar", "avx2", "avx512"
+bool rng_path_supported(RngPath path);
+// The path in use: the widest supported one, unless set_rng_path pinned another.
+RngPath rng_path();
+// Pins the block functions to `path` (tests and benchmarks compare the paths); checked supported.
+void set_rng_path(RngPath path);
+
 class CounterRng {
  public:
   CounterRng(uint64_t seed, uint64_t stream) : seed_(seed), stream_(stream) {}
@@ -28,6 +37,14 @@ class CounterRng {
   double normal(uint64_t index) const;
   // True with probability p.
   bool bernoulli(uint64_t index, double p) const;
+
+  // Runs of n consecutive indices first, first + 1, ... (mod 2^64): out[i] is bit for bit the
+  // scalar call at index first + i, computed several counters at a time (vectorised Philox).
+  void bits_block(uint64_t first, int64_t n, uint64_t* out) const;
+  void uniform_block(uint64_t first, int64_t n, double* out) const;
+  void uniform_block(uint64_t first, int64_t n, double lo, double hi, double* out) const;
+  void integer_block(uint64_t first, int64_t n, int64_t lo, int64_t hi, int64_t* out) const;
+  void normal_block(uint64_t first, int64_t n, double* out) const;
 
   uint64_t seed() const { return seed_; }
   uint64_t stream() const { return stream_; }

@@ -1,0 +1,22 @@
+// Philox4x32-10 over runs of consecutive counters, vectorised across counters (the kernels behind
+// CounterRng's *_block functions). Every path computes the same 32-bit words as philox4x32_10:
+// the round function is integer multiply, xor and add only, so lane width cannot change a bit.
+#pragma once
+
+#include <cstdint>
+
+#include "core/rng.h"
+
+namespace opgate::philox_lanes {
+
+// What each 4-word block becomes in out[i].
+enum class Reduce : uint8_t {
+  kLow64,   // out[i] = w0 | w1 << 32 (CounterRng::bits)
+  kAddSum,  // out[i] += w0 + w1 + w2 + w3 (the Irwin-Hall terms of CounterRng::normal)
+};
+
+// For i in [0, n): the block of counter {index, stream} with index = first + i (mod 2^64) under
+// the 64-bit key `key`, reduced into out[i], on instruction-set path `path` (must be supported).
+void run(RngPath path, uint64_t key, uint64_t stream, uint64_t first, int64_t n, Reduce reduce, uint64_t* out);
+
+}  // namespace opgate::philox_lanes
