@@ -15,6 +15,10 @@ struct RefOutputs {
   TensorMap magnitude;
   // Optional, u8, same shape: 1 = defined by the API and compared, 0 = undefined. Absent = all 1.
   TensorMap care;
+  // Optional, f64, same shape: an extra allowance per element kept apart from `magnitude`
+  // (golden-format.md, `.slack.npy`). Golden files carry it; no reference returns one yet (MoeFFN
+  // folds its near-tie allowance into `magnitude`), and the comparator does not read it.
+  TensorMap slack;
 };
 
 }  // namespace opgate

@@ -65,6 +65,10 @@ std::string golden_case_dir(const std::string& root, const std::string& stem, co
 
 Status regenerate_golden(const std::string& root, const Case& c, const std::string& harness_version) {
   OPGATE_ASSIGN_OR_RETURN(golden_folder::Computed computed, golden_folder::compute(c, harness_version));
+  return golden_folder::install_folder(root, c, computed);
+}
+
+Status golden_folder::install_folder(const std::string& root, const Case& c, const Computed& computed) {
   const std::string final_dir = golden_case_dir(root, c.op, c.id);
   const std::string tmp = fmt::format("{}/{}/.{}.tmp.{}", root, c.op, c.id, getpid());
   const std::string old = fmt::format("{}/{}/.{}.old.{}", root, c.op, c.id, getpid());
@@ -92,6 +96,30 @@ Status regenerate_golden(const std::string& root, const Case& c, const std::stri
   }
   if (had_old) remove_tree(old);
   return Status::ok();
+}
+
+std::string golden_format1_note(size_t count) {
+  return fmt::format("note: {} golden case(s) are format 1, which stores no tolerance magnitudes: their references "
+                     "are recomputed for the magnitudes (and cross-checked); `opgate golden regen` writes format 2",
+                     count);
+}
+
+std::string golden_tolerance_problem(const std::string& dir, const GoldenCase& g, const ComparePlan& plan) {
+  if (!g.stores_tolerances()) return "";
+  if (!g.slack.empty()) {
+    return fmt::format("{}/expected/{}.slack.npy: this opgate's comparison has no slack term (no reference returns "
+                       "one), so it cannot honour the file",
+                       dir, g.slack.begin()->first);
+  }
+  for (const OutputCheck& check : plan.outputs) {
+    if (check.kind == CheckKind::kTolerance && check.tol.standard == Standard::kBound && g.expected.count(check.name) &&
+        !g.magnitude.count(check.name)) {
+      return fmt::format("{}/expected/{}.mag.npy: missing: a format 2 golden case holds the magnitudes of every "
+                         "output checked with the bound standard; run `opgate golden regen`",
+                         dir, check.name);
+    }
+  }
+  return "";
 }
 
 Expected<std::vector<std::string>> remove_stale_golden(const std::string& root, const std::string& stem,
@@ -218,10 +246,14 @@ Expected<GoldenCase> read_golden(const std::string& dir) {
   GoldenCase g;
   OPGATE_ASSIGN_OR_RETURN(g.case_json, parse_json_bounded(f.case_text, dir + "/case.json"));
   g.manifest = std::move(f.manifest);
+  g.format = g.manifest["format"].get<int>();  // load_folder accepted it
   for (auto& [rel, t] : f.tensors) {
     const std::string base = rel.substr(rel.find('/') + 1, rel.size() - rel.find('/') - 5);
+    const std::string of = golden_folder::tolerance_output(rel);
     if (rel.rfind("inputs/", 0) == 0) {
       g.inputs[base] = t;
+    } else if (!of.empty()) {
+      (base.size() > 4 && base.compare(base.size() - 4, 4, ".mag") == 0 ? g.magnitude : g.slack)[of] = t;
     } else if (base.size() > 5 && base.compare(base.size() - 5, 5, ".care") == 0) {
       g.care[base.substr(0, base.size() - 5)] = t;
     } else {

@@ -1,5 +1,5 @@
 // Golden files per the binding contract (shared/design/golden-format.md): one folder per case with
-// case.json, manifest.json, inputs/<name>.npy (device images) and expected/<name>[.care].npy;
+// case.json, manifest.json, inputs/<name>.npy (device images) and expected/<name>[.care|.mag|.slack].npy;
 // written atomically; read only after every digest checks; verified against the case files and by
 // recomputation, with a diagnosis of any mismatch.
 #pragma once
@@ -11,12 +11,16 @@
 #include <nlohmann/json.hpp>
 
 #include "core/case.h"
+#include "core/compare.h"
 #include "core/reference_outputs.h"
 #include "core/status.h"
 
 namespace opgate {
 
-constexpr int kGoldenFormat = 1;
+// Regen writes format 2 (the tolerance magnitudes and slack travel with the expected values, so a
+// run against golden needs no reference); readers accept 1 and 2.
+constexpr int kGoldenFormat = 2;
+constexpr int kOldestGoldenFormat = 1;
 
 std::string golden_case_dir(const std::string& root, const std::string& stem, const std::string& id);
 
@@ -48,11 +52,16 @@ std::vector<std::string> clean_golden_leftovers(const std::string& root, const s
 std::vector<std::string> stray_golden_files(const std::string& case_dir);
 
 struct GoldenCase {
+  int format = kGoldenFormat;
   nlohmann::json case_json;
   nlohmann::json manifest;
-  TensorMap inputs;    // device images, bf16 restored from '<u2'
-  TensorMap expected;  // by output name
-  TensorMap care;      // by output name, where present
+  TensorMap inputs;     // device images, bf16 restored from '<u2'
+  TensorMap expected;   // by output name
+  TensorMap care;       // by output name, where present
+  TensorMap magnitude;  // format 2, by output name: the `bound` magnitudes the reference returned
+  TensorMap slack;      // format 2, by output name, where present
+  // Format 2 holds everything the comparison needs: a run uses these instead of the reference.
+  bool stores_tolerances() const { return format >= 2; }
 };
 // Fails, naming the file, unless the manifest fits the contract and its folder and every tensor
 // file matches its digest: corrupted expected values must never reach a comparison.
@@ -66,6 +75,13 @@ struct CaseFieldDiff {
 // Every leaf where two case.json objects differ, in field order. Verify, `run --against golden` and
 // diff all use this one rule, so they never disagree about whether a case changed.
 std::vector<CaseFieldDiff> case_differences(const nlohmann::json& before, const nlohmann::json& after);
+// The one line a run prints (once) when `count` of its golden cases are format 1.
+std::string golden_format1_note(size_t count);
+// Format 2: why the folder cannot stand in for the reference under `plan` ("" when it can), naming
+// the file: an output the plan checks with the `bound` standard has no magnitude file, or an
+// output has a slack file, which this comparator has no term for (no reference returns one).
+std::string golden_tolerance_problem(const std::string& case_dir, const GoldenCase& g, const ComparePlan& plan);
+
 // The case as regeneration writes it to case.json: params as the problem resolves them, so a
 // default that changes counts as a change of the case.
 nlohmann::json golden_case_json(const Case& c, const Problem& problem);

@@ -13,6 +13,7 @@
 
 #include "core/dtype.h"
 #include "harness/golden.h"
+#include "harness/golden_folder.h"
 #include "core/json_read.h"
 #include "core/npy.h"
 
@@ -55,9 +56,19 @@ Expected<GoldenTensorDiff> diff_tensor(const std::string& file, const nlohmann::
     auto d = parse_dtype(t.device_dtype);
     if (d && is_floating(*d)) device = *d;
   }
+  t.tolerance = !golden_folder::tolerance_output(file).empty();
   for (int64_t i = 0; i < a.numel(); ++i) {
     if (a.bits(i) == b.bits(i)) continue;
     ++t.changed;
+    if (t.tolerance) {
+      const double x = a.get(i), y = b.get(i);
+      (y > x ? t.grew : t.shrank) += y != x ? 1 : 0;
+      if (std::isfinite(x) && std::isfinite(y)) {
+        t.max_abs = std::max(t.max_abs, std::fabs(y - x));
+        t.max_rel = std::max(t.max_rel, std::fabs(y - x) / std::max(std::fabs(x), std::fabs(y)));
+      }
+      continue;
+    }
     if (!device) continue;
     const double x = a.get(i), y = b.get(i);
     if (!(round_to(*device, x) == round_to(*device, y) || (std::isnan(x) && std::isnan(y)))) ++t.visible;
@@ -72,6 +83,14 @@ Expected<GoldenTensorDiff> diff_tensor(const std::string& file, const nlohmann::
 }
 
 }  // namespace
+
+bool GoldenCaseDiff::values_changed() const {
+  return std::any_of(tensors.begin(), tensors.end(), [](const GoldenTensorDiff& t) { return !t.tolerance; });
+}
+
+bool GoldenCaseDiff::tolerances_changed() const {
+  return std::any_of(tensors.begin(), tensors.end(), [](const GoldenTensorDiff& t) { return t.tolerance; });
+}
 
 int64_t GoldenTreeDiff::count(const std::string& status) const {
   return std::count_if(cases.begin(), cases.end(), [&](const GoldenCaseDiff& c) { return c.status == status; });
@@ -89,6 +108,9 @@ GoldenCaseDiff diff_golden_case(const std::string& old_dir, const std::string& n
   if (!old_manifest) return unreadable(old_manifest.status());
   auto new_manifest = read_json(new_dir + "/manifest.json");
   if (!new_manifest) return unreadable(new_manifest.status());
+  const auto old_format = old_manifest->value("format", nlohmann::json());
+  const auto new_format = new_manifest->value("format", nlohmann::json());
+  if (old_format != new_format) d.notes.push_back(fmt::format("format {} -> {}", old_format.dump(), new_format.dump()));
   const auto old_version = old_manifest->value("reference_version", nlohmann::json());
   const auto new_version = new_manifest->value("reference_version", nlohmann::json());
   if (old_version != new_version) {
@@ -110,6 +132,7 @@ GoldenCaseDiff diff_golden_case(const std::string& old_dir, const std::string& n
       GoldenTensorDiff t;
       t.file = file;
       t.status = new_tensors.contains(file) ? "added" : "removed";
+      t.tolerance = !golden_folder::tolerance_output(file).empty();
       d.tensors.push_back(t);
       continue;
     }
@@ -141,11 +164,36 @@ GoldenTreeDiff diff_golden_trees(const std::string& old_root, const std::string&
   return out;
 }
 
+namespace {
+
+std::string tensor_line(const GoldenTensorDiff& t) {
+  if (t.status != "changed") return fmt::format("    {}: {}\n", t.file, t.status);
+  if (t.tolerance) {
+    return fmt::format("    {}: {} of {} elements changed ({} grew, {} shrank), max |delta| {:.3g}, max relative {:.3g}\n",
+                       t.file, t.changed, t.elements, t.grew, t.shrank, t.max_abs, t.max_rel);
+  }
+  if (!t.device_dtype.empty() && t.max_ulps > 0) {
+    return fmt::format("    {}: {} of {} elements changed, max |delta| {:.3g} = {:.3g} ulp of {}; {} round to a "
+                       "different {}\n",
+                       t.file, t.changed, t.elements, t.max_abs, t.max_ulps, t.device_dtype, t.visible,
+                       t.device_dtype);
+  }
+  return fmt::format("    {}: {} of {} elements changed\n", t.file, t.changed, t.elements);
+}
+
+}  // namespace
+
 std::string golden_diff_text(const GoldenTreeDiff& d, const std::string& old_label, const std::string& new_label) {
+  const auto with = [&](bool (GoldenCaseDiff::*changed)() const) {
+    return std::count_if(d.cases.begin(), d.cases.end(), [&](const GoldenCaseDiff& c) { return (c.*changed)(); });
+  };
   std::string s = fmt::format("golden diff {} -> {}: {} case(s): {} changed, {} added, {} removed, {} unreadable, "
                               "{} identical\n",
                               old_label, new_label, d.cases.size(), d.count("changed"), d.count("added"),
                               d.count("removed"), d.count("unreadable"), d.count("identical"));
+  s += fmt::format("changed cases: {} with inputs, expected values or care masks changed; {} with tolerance "
+                   "magnitudes or slack changed\n",
+                   with(&GoldenCaseDiff::values_changed), with(&GoldenCaseDiff::tolerances_changed));
   for (const auto& c : d.cases) {
     if (c.status == "identical") continue;
     s += fmt::format("{:<10} {}/{}\n", c.status == "unreadable" ? "UNREADABLE" : c.status == "changed" ? "CHANGED"
@@ -154,16 +202,11 @@ std::string golden_diff_text(const GoldenTreeDiff& d, const std::string& old_lab
                      c.op, c.id);
     for (const auto& n : c.notes) s += fmt::format("    {}\n", n);
     for (const auto& t : c.tensors) {
-      if (t.status != "changed") {
-        s += fmt::format("    {}: {}\n", t.file, t.status);
-      } else if (!t.device_dtype.empty() && t.max_ulps > 0) {
-        s += fmt::format("    {}: {} of {} elements changed, max |delta| {:.3g} = {:.3g} ulp of {}; {} round to a "
-                         "different {}\n",
-                         t.file, t.changed, t.elements, t.max_abs, t.max_ulps, t.device_dtype, t.visible,
-                         t.device_dtype);
-      } else {
-        s += fmt::format("    {}: {} of {} elements changed\n", t.file, t.changed, t.elements);
-      }
+      if (!t.tolerance) s += tensor_line(t);
+    }
+    if (c.tolerances_changed()) s += "  tolerance (magnitudes and slack; the allowance, not the expected values):\n";
+    for (const auto& t : c.tensors) {
+      if (t.tolerance) s += tensor_line(t);
     }
   }
   return s;

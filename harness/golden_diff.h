@@ -1,7 +1,8 @@
 // Review of a golden change (golden-format.md: "a change of the reference shows up as a reviewable
 // diff"): compares two golden trees case by case and tensor by tensor, and says for each expected
 // output how many elements moved, by how much in device ulps, and how many of them round to a
-// different device value — the ones a kernel comparison could actually notice.
+// different device value — the ones a kernel comparison could actually notice. The tolerance files
+// of format 2 (magnitudes, slack) are reported apart: they move the allowance, not the expectation.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,10 @@ struct GoldenTensorDiff {
   int64_t visible = 0;  // float64 expected values whose device-dtype rounding differs
   double max_abs = 0;   // largest |new - old| over changed finite elements
   double max_ulps = 0;  // the same in ulps of the device dtype at the larger value
+  // Format 2 tolerance files (expected/<name>.mag.npy, .slack.npy): how the allowance moved.
+  bool tolerance = false;
+  int64_t grew = 0, shrank = 0;  // elements whose magnitude or slack grew / shrank
+  double max_rel = 0;            // largest |new - old| / max(|old|, |new|) over changed finite elements
 };
 
 struct GoldenCaseDiff {
@@ -26,6 +31,9 @@ struct GoldenCaseDiff {
   std::string status;  // "identical", "changed", "added", "removed", "unreadable"
   std::vector<std::string> notes;  // "reference_version 1 -> 2", "case.json params.H: 32 -> 64", why unreadable
   std::vector<GoldenTensorDiff> tensors;  // only the tensors that differ
+  // Whether an input, expected value or care mask differs / whether a tolerance file does.
+  bool values_changed() const;
+  bool tolerances_changed() const;
 };
 
 struct GoldenTreeDiff {

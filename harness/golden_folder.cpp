@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
@@ -45,6 +46,41 @@ bool is_tensor_rel(const std::string& rel) {
   return false;
 }
 
+// The dtype a tensor file holds per its manifest entry: `stored_as` when given ("uint16" is the
+// bfloat16 bit-pattern convention), else `dtype`; nullopt when the entry names none we know.
+std::optional<DType> stored_dtype(const nlohmann::json& meta) {
+  const nlohmann::json name = meta.contains("stored_as") ? meta["stored_as"] : meta.value("dtype", nlohmann::json());
+  if (!name.is_string()) return std::nullopt;
+  if (name == "uint16") return DType::kBF16;
+  auto d = parse_dtype(name.get<std::string>());
+  return d ? std::optional<DType>(*d) : std::nullopt;
+}
+
+// Format 2's tolerance files: float64, listed only in format 2, and of their output's shape.
+void check_tolerance_files(const std::string& dir, LoadedFolder& f) {
+  const nlohmann::json stated = f.manifest.value("format", nlohmann::json());  // checked by check_manifest_fields
+  const int format = stated.is_number_integer() && stated >= 0 && stated <= kGoldenFormat ? stated.get<int>() : 0;
+  for (const auto& [rel, t] : f.tensors) {
+    const std::string output = tolerance_output(rel);
+    if (output.empty()) continue;
+    const std::string path = dir + "/" + rel;
+    const auto expected = f.tensors.find("expected/" + output + ".npy");
+    if (format < 2) {
+      f.problems.push_back(fmt::format("{}: a format {} folder has no tolerance files (format 2 adds them)", path,
+                                       format));
+    } else if (t.dtype() != DType::kF64) {
+      f.problems.push_back(fmt::format("{}: dtype {}, but tolerance files are float64 ('<f8')", path,
+                                       dtype_name(t.dtype())));
+    } else if (expected == f.tensors.end()) {
+      if (f.manifest["tensors"].contains("expected/" + output + ".npy")) continue;  // its own problem is listed
+      f.problems.push_back(fmt::format("{}: output '{}' has no expected/{}.npy", path, output, output));
+    } else if (expected->second.shape() != t.shape()) {
+      f.problems.push_back(fmt::format("{}: shape {}, but output '{}' has shape {}", path, shape_to_string(t.shape()),
+                                       output, shape_to_string(expected->second.shape())));
+    }
+  }
+}
+
 std::vector<std::string> npy_files_on_disk(const std::string& dir) {
   std::vector<std::string> out;
   for (const std::string sub : {"inputs", "expected"}) {
@@ -63,9 +99,10 @@ void check_manifest_fields(const std::string& dir, LoadedFolder& f) {
   const nlohmann::json& m = f.manifest;
   const std::string where = dir + "/manifest.json";
   auto problem = [&](const std::string& what) { f.problems.push_back(fmt::format("{}: {}", where, what)); };
-  if (!m.contains("format") || m["format"] != kGoldenFormat) {
-    problem(fmt::format("field 'format': {}, this harness reads format {}", m.value("format", nlohmann::json()).dump(),
-                        kGoldenFormat));
+  if (!m.contains("format") || !m["format"].is_number_integer() || m["format"] < kOldestGoldenFormat ||
+      m["format"] > kGoldenFormat) {
+    problem(fmt::format("field 'format': {}, this harness reads formats {} to {}",
+                        m.value("format", nlohmann::json()).dump(), kOldestGoldenFormat, kGoldenFormat));
   }
   const std::string id = last_part(dir);
   if (!m.contains("case_id") || m["case_id"] != id) {
@@ -119,6 +156,10 @@ void check_tensor_files(const std::string& dir, LoadedFolder& f) {
     } else if (meta.contains("shape") && meta["shape"] != nlohmann::json(t->shape())) {
       f.problems.push_back(fmt::format("{}: shape {} but manifest.json says {}", path, shape_to_string(t->shape()),
                                        meta["shape"].dump()));
+    } else if (const auto want = stored_dtype(meta); !want || *want != t->dtype()) {
+      f.problems.push_back(fmt::format("{}: dtype {} but manifest.json says {}", path, dtype_name(t->dtype()),
+                                       meta.contains("stored_as") ? "stored_as " + meta["stored_as"].dump()
+                                                                  : "dtype " + meta.value("dtype", nlohmann::json()).dump()));
     } else {
       f.tensors[rel] = *t;
     }
@@ -132,6 +173,16 @@ void check_tensor_files(const std::string& dir, LoadedFolder& f) {
 }
 
 }  // namespace
+
+std::string tolerance_output(const std::string& rel) {
+  if (rel.rfind("expected/", 0) != 0) return "";
+  for (const std::string suffix : {".mag.npy", ".slack.npy"}) {
+    if (rel.size() > 9 + suffix.size() && rel.compare(rel.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return rel.substr(9, rel.size() - 9 - suffix.size());
+    }
+  }
+  return "";
+}
 
 Expected<std::string> sha256_file(const std::string& path, uint64_t limit) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
@@ -211,20 +262,36 @@ Expected<Computed> compute(const Case& c, const std::string& harness_version) {
   OPGATE_ASSIGN_OR_RETURN(TensorMap inputs, checked_inputs(c));
   OPGATE_ASSIGN_OR_RETURN(auto problem, make_problem(c));
   const RefOutputs ref = problem->reference(inputs);
-  const TensorMap packed = problem->pack(inputs);
+  return folder_files(c, *problem, problem->pack(inputs), ref, harness_version);
+}
+
+Computed folder_files(const Case& c, const Problem& problem, const TensorMap& packed, const RefOutputs& ref,
+                      const std::string& harness_version) {
   Computed out;
-  out.case_json = golden_case_json(c, *problem);
+  out.case_json = golden_case_json(c, problem);
   for (const auto& [name, t] : packed) out.files.push_back(tensor_file("inputs/" + name + ".npy", t, t.dtype()));
-  const SpecMap& specs = problem->specs();
+  const SpecMap& specs = problem.specs();
   for (const auto& [name, t] : ref.expected) {
     const DType device = specs.count(name) ? specs.at(name).dtype : t.dtype();
     out.files.push_back(tensor_file("expected/" + name + ".npy", t, device));
   }
   for (const auto& [name, t] : ref.care) out.files.push_back(tensor_file("expected/" + name + ".care.npy", t, DType::kU8));
+  // Format 2: the magnitudes of exactly the outputs the plan checks with `bound` (the only standard
+  // that reads them), so a run can tell a deleted file from an output that needs none.
+  for (const OutputCheck& check : problem.compare_plan(ref, c.fill).outputs) {
+    const auto exp = ref.expected.find(check.name);
+    if (check.kind != CheckKind::kTolerance || check.tol.standard != Standard::kBound || exp == ref.expected.end()) {
+      continue;
+    }
+    const auto mag = ref.magnitude.find(check.name);
+    const Tensor t = mag != ref.magnitude.end() ? mag->second : Tensor::zeros(DType::kF64, exp->second.shape());
+    out.files.push_back(tensor_file("expected/" + check.name + ".mag.npy", t, DType::kF64));
+  }
+  for (const auto& [name, t] : ref.slack) out.files.push_back(tensor_file("expected/" + name + ".slack.npy", t, DType::kF64));
   nlohmann::json manifest{{"format", kGoldenFormat},
-                          {"op", problem->op().aclnn_name},
+                          {"op", problem.op().aclnn_name},
                           {"case_id", c.id},
-                          {"reference_version", problem->op().reference_version},
+                          {"reference_version", problem.op().reference_version},
                           {"harness_version", harness_version},
                           {"tensors", nlohmann::json::object()}};
   for (const auto& f : out.files) manifest["tensors"][f.rel] = f.meta;
@@ -266,6 +333,7 @@ LoadedFolder load_folder(const std::string& dir) {
   }
   check_manifest_fields(dir, f);
   check_tensor_files(dir, f);
+  check_tolerance_files(dir, f);
   return f;
 }
 

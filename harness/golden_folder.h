@@ -28,11 +28,23 @@ struct Computed {
   std::vector<TensorFile> files;
 };
 
+// "expected/<name>.mag.npy" / "expected/<name>.slack.npy": the tolerance files of format 2, and the
+// output they belong to ("" for any other file).
+std::string tolerance_output(const std::string& rel);
+
 // The case's inputs after every check a golden case must pass (parse, size, validate, fill, data
 // checks); errors name the file and the case. Regen runs it on every case before writing any.
 Expected<TensorMap> checked_inputs(const Case& c);
 // Everything a golden folder holds, computed from the case.
 Expected<Computed> compute(const Case& c, const std::string& harness_version);
+// The same from what the case computed: the packed inputs and the reference's outputs. Format 2:
+// each output's magnitude (zeros for a `bound` output the reference gives none, which the
+// comparison reads as 0 too) and slack, next to its expected values.
+Computed folder_files(const Case& c, const Problem& problem, const TensorMap& packed, const RefOutputs& ref,
+                      const std::string& harness_version);
+// Writes `computed` as the folder of case `c` under `root`, atomically (the case is either the old
+// or the new folder, never half-written).
+Status install_folder(const std::string& root, const Case& c, const Computed& computed);
 
 // A golden folder as read from disk. `problems` (each naming its file) say why it cannot be
 // trusted: the manifest breaks the contract or disagrees with its folder, or a tensor file is

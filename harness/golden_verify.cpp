@@ -57,7 +57,7 @@ void check_against_case_files(const std::string& dir, const nlohmann::json& gold
 int cause_rank(const std::string& cause) {
   static const char* const kOrder[] = {"unreadable",   "file corrupted",          "stray file",
                                        "case removed", "case changed",            "input generator changed",
-                                       "reference changed"};
+                                       "reference changed", "magnitudes changed"};
   constexpr int kCauses = sizeof kOrder / sizeof kOrder[0];
   for (int i = 0; i < kCauses; ++i) {
     if (cause == kOrder[i]) return i;
@@ -82,20 +82,37 @@ std::string golden_values_differ(const Tensor& golden, const Tensor& fresh) {
                      fresh.numel(), shape_to_string(fresh.unravel(first)), golden.get(first), fresh.get(first));
 }
 
+// Why recomputed tolerance magnitudes (or slack) may differ from the stored ones, for the details.
+std::string tolerance_change_why(bool values_differ, int stored_version, const OpInfo* info) {
+  if (values_differ) return " (the output's expected values changed too)";
+  if (info && info->reference_version != stored_version) {
+    return fmt::format(" (reference_version {} -> {})", stored_version, info->reference_version);
+  }
+  return " (expected values unchanged: the reference computes its bound differently, e.g. more cheaply; a run "
+         "against golden would use the stored bound, against the reference the new one; review with `opgate "
+         "golden diff` and regenerate)";
+}
+
 // Step 4 of verify_golden: each recomputed tensor file against the stored one; inputs come first,
-// because changed inputs explain changed expected values.
+// because changed inputs explain changed expected values, and expected values before the
+// tolerance files of format 2 (their magnitudes and slack), which a changed value may explain.
 template <class Fail>
 void compare_recomputed(const std::string& dir, const std::vector<golden_folder::TensorFile>& files,
                         const golden_folder::LoadedFolder& f, const OpInfo* info, Fail&& fail) {
   const nlohmann::json& tensors = f.manifest["tensors"];
   const int stored_version = f.manifest["reference_version"].get<int>();
-  std::set<std::string> seen;
+  const bool stores_tolerances = f.manifest["format"].get<int>() >= 2;
+  std::set<std::string> seen, changed_outputs;
   bool inputs_differ = false;
   for (const auto& file : files) {
     if (file.meta.is_null()) continue;
+    const std::string tolerance_of = golden_folder::tolerance_output(file.rel);
+    if (!tolerance_of.empty() && !stores_tolerances) continue;  // format 1 stores none
     seen.insert(file.rel);
     if (!tensors.contains(file.rel)) {
-      fail(file.rel.rfind("inputs/", 0) == 0 ? "input generator changed" : "reference changed",
+      fail(file.rel.rfind("inputs/", 0) == 0 ? "input generator changed"
+           : tolerance_of.empty()            ? "reference changed"
+                                             : "magnitudes changed",
            fmt::format("{}: the recomputed case has {} but the golden has not", dir, file.rel));
       continue;
     }
@@ -105,20 +122,30 @@ void compare_recomputed(const std::string& dir, const std::vector<golden_folder:
       inputs_differ = true;
       continue;
     }
-    // Expected values may differ in the last bits of a double; compare values, not bytes.
+    // Expected values and magnitudes may differ in the last bits of a double; compare values, not bytes.
     auto fresh = decode_npy(reinterpret_cast<const uint8_t*>(file.bytes.data()), file.bytes.size(), file.rel);
     const std::string why = fresh ? golden_values_differ(f.tensors.at(file.rel), *fresh) : fresh.status().message();
-    if (!why.empty()) {
-      fail(inputs_differ ? "input generator changed" : "reference changed",
-           fmt::format("{}/{}: recomputed values differ: {}{}", dir, file.rel, why,
+    if (why.empty()) continue;
+    if (!tolerance_of.empty()) {
+      fail(inputs_differ ? "input generator changed" : "magnitudes changed",
+           fmt::format("{}/{}: recomputed tolerance {} differ: {}{}", dir, file.rel,
+                       file.rel.find(".slack.") != std::string::npos ? "slack" : "magnitudes", why,
                        inputs_differ ? " (from the changed inputs)"
-                       : info && info->reference_version != stored_version
-                           ? fmt::format(" (reference_version {} -> {})", stored_version, info->reference_version)
-                           : " (reference_version unchanged: an unintended semantic change?)"));
+                                     : tolerance_change_why(changed_outputs.count(tolerance_of) > 0, stored_version, info)));
+      continue;
     }
+    changed_outputs.insert(file.rel.substr(9, file.rel.size() - 13));  // "expected/<name>.npy"
+    fail(inputs_differ ? "input generator changed" : "reference changed",
+         fmt::format("{}/{}: recomputed values differ: {}{}", dir, file.rel, why,
+                     inputs_differ ? " (from the changed inputs)"
+                     : info && info->reference_version != stored_version
+                         ? fmt::format(" (reference_version {} -> {})", stored_version, info->reference_version)
+                         : " (reference_version unchanged: an unintended semantic change?)"));
   }
   for (auto it = tensors.begin(); it != tensors.end(); ++it) {
-    if (!seen.count(it.key())) fail("reference changed", fmt::format("{}/{}: no longer produced", dir, it.key()));
+    if (seen.count(it.key())) continue;
+    fail(golden_folder::tolerance_output(it.key()).empty() ? "reference changed" : "magnitudes changed",
+         fmt::format("{}/{}: no longer produced", dir, it.key()));
   }
 }
 

@@ -57,11 +57,19 @@ PreparedCase prepare_case(const Case& c, const std::string& backend, const RunOp
   p.problem = std::move(*made);
   // A rejected call is never compared, so it needs no golden folder.
   if (opt.against_golden && c.expect == 0) {
-    auto read = read_golden(golden_case_dir(opt.golden_root, c.op, c.id));
-    if (read) {
-      p.golden = std::move(*read);
-    } else {
+    const std::string dir = golden_case_dir(opt.golden_root, c.op, c.id);
+    auto read = read_golden(dir);
+    const std::string missing =
+        read ? golden_tolerance_problem(dir, *read, p.problem->compare_plan(RefOutputs{read->expected, read->magnitude,
+                                                                                          read->care, read->slack},
+                                                                               c.fill))
+             : "";
+    if (!read) {
       p.golden_error = read.status();
+    } else if (!missing.empty()) {
+      p.golden_error = parse_error(missing);
+    } else {
+      p.golden = std::move(*read);
     }
   }
   return p;

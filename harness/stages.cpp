@@ -1,6 +1,7 @@
 // The stages of one case, in the order the runner calls them.
 #include "harness/stages.h"
 
+#include <atomic>
 #include <set>
 
 #include <fmt/format.h>
@@ -102,11 +103,11 @@ Staged<TensorMap> fill(const Problem& problem, const Case& c) {
   return std::move(*filled);
 }
 
-RefOutputs reference(const Problem& problem, const TensorMap& inputs) { return problem.reference(inputs); }
+namespace {
+std::atomic<int64_t> reference_call_count{0};
 
-TensorMap pack(const Problem& problem, const TensorMap& inputs) { return problem.pack(inputs); }
-
-Staged<RefOutputs> golden_expected(RefOutputs ref, const GoldenCase& golden, const TensorMap& packed) {
+// The golden inputs must be the packed ones: otherwise the input generator changed since regen.
+std::optional<Outcome> golden_inputs_differ(const GoldenCase& golden, const TensorMap& packed) {
   // read_golden has checked every digest, so corrupted files never reach the comparison.
   for (const auto& [name, tensor] : packed) {
     auto stored = golden.inputs.find(name);
@@ -120,8 +121,23 @@ Staged<RefOutputs> golden_expected(RefOutputs ref, const GoldenCase& golden, con
   if (golden.inputs.size() != packed.size()) {
     return Outcome{Verdict::kInvalidCase, "the golden files hold inputs the case no longer has; run `opgate golden regen`"};
   }
-  // The reference is recomputed even here: the `bound` tolerance needs per-element magnitudes,
-  // which golden files do not store. So the golden values become the expected values and a
+  return std::nullopt;
+}
+}  // namespace
+
+RefOutputs reference(const Problem& problem, const TensorMap& inputs) {
+  ++reference_call_count;
+  return problem.reference(inputs);
+}
+
+int64_t reference_calls() { return reference_call_count.load(); }
+
+TensorMap pack(const Problem& problem, const TensorMap& inputs) { return problem.pack(inputs); }
+
+Staged<RefOutputs> golden_expected(RefOutputs ref, const GoldenCase& golden, const TensorMap& packed) {
+  if (auto outcome = golden_inputs_differ(golden, packed)) return *outcome;
+  // Format 1: the reference is recomputed for the `bound` magnitudes, which these files do not
+  // store. So the golden values become the expected values and a
   // cross-check: a reference that disagrees with them (changed since regen, or computing
   // differently on this machine) makes every comparison of this case untrustworthy.
   std::string disagree = first_disagreement(golden.expected, ref.expected);
@@ -132,6 +148,11 @@ Staged<RefOutputs> golden_expected(RefOutputs ref, const GoldenCase& golden, con
   ref.expected = golden.expected;
   ref.care = golden.care;
   return ref;
+}
+
+Staged<RefOutputs> golden_stored(const GoldenCase& golden, const TensorMap& packed) {
+  if (auto outcome = golden_inputs_differ(golden, packed)) return *outcome;
+  return RefOutputs{golden.expected, golden.magnitude, golden.care, golden.slack};
 }
 
 Staged<DeviceRun> device(const Problem& problem, Backend& backend, const TensorMap& packed) {

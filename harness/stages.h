@@ -41,11 +41,17 @@ std::optional<Outcome> validate(const PreparedCase& pc, const Problem& problem, 
 Staged<TensorMap> fill(const Problem& problem, const Case& c);
 // (4) reference: expected values, magnitudes and care masks in double.
 RefOutputs reference(const Problem& problem, const TensorMap& inputs);
+// How many times this process has run stage (4): a run against a format 2 golden runs it never.
+int64_t reference_calls();
 // (5) pack: the exact memory images the aclnn call receives.
 TensorMap pack(const Problem& problem, const TensorMap& inputs);
 // (5, against golden) the golden inputs must be the packed ones and the golden values must agree
 // with the reference; then the golden values become the expected values.
+// Format 1 only: the reference is still computed, for the magnitudes.
 Staged<RefOutputs> golden_expected(RefOutputs ref, const GoldenCase& golden, const TensorMap& packed);
+// (5, against a format 2 golden) the golden inputs must be the packed ones; the golden files then
+// give everything the comparison needs (values, magnitudes, care masks, slack): no reference runs.
+Staged<RefOutputs> golden_stored(const GoldenCase& golden, const TensorMap& packed);
 
 // (6) device: one run on fresh poisoned, guarded output buffers.
 struct DeviceRun {

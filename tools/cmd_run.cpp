@@ -220,12 +220,15 @@ std::string resume_command(const RunFlags& f, const std::string& out) {
 Expected<std::vector<PreparedCase>> prepare_all(const std::vector<Case>& cases, const RunFlags& f,
                                                 const RunOptions& opt, const std::string& out) {
   std::vector<PreparedCase> prepared;
+  size_t format1 = 0;  // golden cases whose references are recomputed for their magnitudes
   for (const Case& c : cases) {
     PreparedCase pc = prepare_case(c, f.backend, opt, out);
     if (!pc.problem) return pc.problem_error;
     if (!pc.golden_error.is_ok()) return pc.golden_error.with_context(case_where(c));
+    format1 += pc.golden && !pc.golden->stores_tolerances() ? 1 : 0;
     prepared.push_back(std::move(pc));
   }
+  if (format1 > 0) fmt::print(stderr, "{}\n", golden_format1_note(format1));
   return prepared;
 }
 

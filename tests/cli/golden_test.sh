@@ -41,11 +41,16 @@ expect_error 2 "$ID/expected/gradScalesOut.npy: sha256 differs from manifest.jso
 check "no report folder after a corrupted golden file" test ! -e "$WORK/r_corrupt"
 verify_says "verify names the corrupted file" "$ID: file corrupted" --out "$G" --cases "$SMOKE"
 
-# --- golden and reference disagree: the run cross-checks them (digest made consistent) ---
+# --- format 1 (no magnitude files): golden and reference disagree, and the run cross-checks them
+# (digest made consistent) ---
 fresh
 python3 - "$G/$OP/$ID" <<'P'
-import hashlib, json, struct, sys
-d = sys.argv[1]; p = d + "/expected/gradScalesOut.npy"; b = bytearray(open(p, "rb").read())
+import hashlib, json, os, struct, sys
+d = sys.argv[1]; m = json.load(open(d + "/manifest.json")); m["format"] = 1
+for rel in [r for r in m["tensors"] if r.endswith(".mag.npy")]:
+    del m["tensors"][rel]; os.remove(d + "/" + rel)
+json.dump(m, open(d + "/manifest.json", "w"))
+p = d + "/expected/gradScalesOut.npy"; b = bytearray(open(p, "rb").read())
 struct.pack_into("<d", b, len(b) - 8, struct.unpack_from("<d", b, len(b) - 8)[0] + 0.5)
 open(p, "wb").write(b)
 m = json.load(open(d + "/manifest.json"))
@@ -55,7 +60,40 @@ P
 "$OPGATE" run --cases "$SMOKE" --filter "$ID" --against golden --golden-root "$G" --out "$WORK/r_disagree" -q >"$WORK/run.txt" 2>&1
 check "a disagreeing golden fails the run" test $? -eq 1
 check "the run says golden and reference disagree" grep -q "FAILED .*$ID .*golden and reference disagree: gradScalesOut" "$WORK/run.txt"
+check "a format 1 run says once that it recomputes the magnitudes" \
+  test "$(grep -c "^note: 1 golden case(s) are format 1, which stores no tolerance magnitudes" "$WORK/run.txt")" -eq 1
 verify_says "verify says reference changed" "$ID: reference changed" --out "$G" --cases "$SMOKE"
+
+# --- format 2: the magnitudes are stored, a run computes no reference; damaged files are named ---
+ID2=mfrg.bias_scales_dropless.bf16.001  # realistic: gradScalesOut under `bound`
+MAG="$G/$OP/$ID2/expected/gradScalesOut.mag.npy"
+check "regen writes format 2" grep -q '"format": 2' "$CLEAN/$OP/$ID2/manifest.json"
+check "regen writes the magnitudes" test -s "$CLEAN/$OP/$ID2/expected/gradScalesOut.mag.npy"
+"$OPGATE" run --cases "$SMOKE" --against golden --golden-root "$CLEAN" --out "$WORK/r_f2" -q >"$WORK/run.txt" 2>&1
+check "a format 2 run passes" test $? -eq 0
+check "a format 2 run prints no format 1 note" test "$(grep -c "format 1" "$WORK/run.txt")" -eq 0
+python3 - "$WORK/r_f2/results.jsonl" >"$WORK/ref_ms.txt" <<'P'
+import json, sys
+print(sum(json.loads(l)["stages_ms"]["reference"] for l in open(sys.argv[1])))
+P
+check "a format 2 run spends no time in the reference" test "$(cat "$WORK/ref_ms.txt")" = "0.0"
+fresh; rm "$MAG"
+expect_error 2 "$ID2/expected/gradScalesOut.mag.npy: cannot open" \
+  run --cases "$SMOKE" --filter "$ID2" --against golden --golden-root "$G" --out "$WORK/r_nomag"
+check "no report folder after a missing magnitude file" test ! -e "$WORK/r_nomag"
+verify_says "verify names the missing magnitude file" "$ID2: file corrupted" --out "$G" --cases "$SMOKE"
+fresh
+python3 - "$G/$OP/$ID2" <<'P'
+import hashlib, json, sys
+d = sys.argv[1]; rel = "expected/gradScalesOut.mag.npy"; b = bytearray(open(d + "/" + rel, "rb").read())
+b[b.index(b"<f8"):b.index(b"<f8") + 3] = b"<f4"  # same bytes read as float32: twice the elements
+open(d + "/" + rel, "wb").write(b)
+m = json.load(open(d + "/manifest.json")); m["tensors"][rel]["sha256"] = hashlib.sha256(b).hexdigest()
+m["tensors"][rel].pop("shape"); json.dump(m, open(d + "/manifest.json", "w"))
+P
+expect_error 2 "$ID2/expected/gradScalesOut.mag.npy: " \
+  run --cases "$SMOKE" --filter "$ID2" --against golden --golden-root "$G" --out "$WORK/r_f4mag"
+verify_says "verify names a float32 magnitude file" "$ID2: file corrupted" --out "$G" --cases "$SMOKE"
 
 # --- the manifest must belong to its folder ---
 fresh; edit_manifest "m['case_id'] = 'zzz'"
@@ -64,8 +102,8 @@ check "verify names the case_id field" grep -q "manifest.json: field 'case_id': 
 expect_error 2 "$ID/manifest.json: field 'case_id'" run --cases "$SMOKE" --filter "$ID" --against golden --golden-root "$G" --out "$WORK/r_id"
 fresh; edit_manifest "m['op'] = 'MoeFfn'"
 verify_says "verify checks op" "manifest.json: field 'op'" --out "$G" --cases "$SMOKE"
-fresh; edit_manifest "m['format'] = 2"
-verify_says "verify checks format" "manifest.json: field 'format': 2" --out "$G" --cases "$SMOKE"
+fresh; edit_manifest "m['format'] = 3"
+verify_says "verify checks format" "manifest.json: field 'format': 3, this harness reads formats 1 to 2" --out "$G" --cases "$SMOKE"
 fresh; edit_manifest "m['tensors'] = {}"
 verify_says "a manifest listing no tensors is corrupted" "$ID: file corrupted$" --out "$G" --cases "$SMOKE"
 fresh; edit_manifest "m['reference_version'] = 99"
@@ -187,6 +225,33 @@ check "verify names the leftover" grep -q "^INTERRUPTED $M/$OP/.mfrg.mixed_ok.f3
 check "regen recovers the swap" grep -q "^recovered $M/$OP/mfrg.mixed_ok.f32.001 from" "$WORK/regen.txt"
 "$OPGATE" golden verify --cases "$WORK/mixed.json" --out "$M" >/dev/null 2>&1
 check "after the recovery the folder verifies" test $? -eq 0
+
+# --- the checked-in golden files (format 2): against golden and against the reference, the same
+# verdicts, reasons and metrics, and no time in the reference against golden ---
+"$OPGATE" run --root "$SRC" --tier smoke --tier regression --against golden --out "$WORK/r_checked_golden" -q \
+  >"$WORK/run.txt" 2>&1
+check "the checked-in golden cases pass against golden" test $? -eq 0
+check "the checked-in golden files are format 2 (no format 1 note)" test "$(grep -c "format 1" "$WORK/run.txt")" -eq 0
+"$OPGATE" run --root "$SRC" --tier smoke --tier regression --out "$WORK/r_checked_ref" -q >/dev/null 2>&1
+check "the same cases pass against the reference" test $? -eq 0
+python3 - "$WORK/r_checked_golden/results.jsonl" "$WORK/r_checked_ref/results.jsonl" >"$WORK/both_ways.txt" 2>&1 <<'P'
+import json, sys
+def load(p):
+    return {r["id"]: r for r in map(json.loads, open(p))}
+golden, ref = load(sys.argv[1]), load(sys.argv[2])
+bad = [] if sorted(golden) == sorted(ref) and golden else ["different or no case ids"]
+for i, g in golden.items():
+    r = ref.get(i, {})
+    for k in ("verdict", "reason"):
+        if g.get(k) != r.get(k): bad.append(f"{i}: {k} {g.get(k)!r} vs {r.get(k)!r}")
+    outs = lambda x: [(o["name"], o["passed"], o["message"], o["metrics"]) for o in x.get("outputs", [])]
+    if outs(g) != outs(r): bad.append(f"{i}: outputs or metrics differ")
+    if g["stages_ms"]["reference"] != 0: bad.append(f"{i}: against golden, stages_ms.reference is not 0")
+if bad: print("\n".join(bad))
+sys.exit(1 if bad else 0)
+P
+check "both ways: same verdicts, reasons and metrics, no reference against golden ($(head -c 300 "$WORK/both_ways.txt"))" \
+  test ! -s "$WORK/both_ways.txt"
 
 echo "golden cli: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -104,6 +104,48 @@ TEST_F(GoldenDiff, shape_change_version_bump_and_case_edit_are_named) {
   EXPECT_EQ(d.notes[2], "case.json seed: 1 -> 2");
 }
 
+TEST_F(GoldenDiff, tolerance_files_are_reported_apart_from_expected_values) {
+  const auto a = make_case("old", "c", {1, 2});
+  const auto b = make_case("new", "c", {1, 2});
+  // Format 1 -> 2 adds the magnitudes; then one magnitude grows 3 -> 4 and one shrinks 8 -> 6.
+  EXPECT_TRUE(write_npy(b + "/expected/y.mag.npy", Tensor::from_values(DType::kF64, {2}, {3, 8})).is_ok());
+  nlohmann::json m = nlohmann::json::parse(std::ifstream(b + "/manifest.json"));
+  m["format"] = 2;
+  m["tensors"]["expected/y.mag.npy"] = {{"dtype", "float64"}};
+  std::ofstream(b + "/manifest.json") << m.dump();
+  GoldenCaseDiff d = diff_golden_case(a, b);
+  ASSERT_EQ(d.tensors.size(), 1u);
+  EXPECT_EQ(d.tensors[0].status, "added");
+  EXPECT_TRUE(d.tensors[0].tolerance);
+  EXPECT_EQ(d.notes, std::vector<std::string>{"format 1 -> 2"});
+  EXPECT_FALSE(d.values_changed());
+  EXPECT_TRUE(d.tolerances_changed());
+
+  const auto c = make_case("newer", "c", {1, 2});
+  EXPECT_TRUE(write_npy(c + "/expected/y.mag.npy", Tensor::from_values(DType::kF64, {2}, {4, 6})).is_ok());
+  std::ofstream(c + "/manifest.json") << m.dump();
+  d = diff_golden_case(b, c);
+  ASSERT_EQ(d.tensors.size(), 1u);
+  const GoldenTensorDiff& t = d.tensors[0];
+  EXPECT_EQ(t.changed, 2);
+  EXPECT_EQ(t.grew, 1);
+  EXPECT_EQ(t.shrank, 1);
+  EXPECT_EQ(t.max_abs, 2.0);   // |6 - 8|
+  EXPECT_EQ(t.max_rel, 0.25);  // |6 - 8| / 8 (1/4 of 4 - 3 is also 0.25)
+  GoldenTreeDiff tree;
+  tree.cases.push_back(d);
+  tree.cases[0].op = "op_a";
+  tree.cases[0].id = "c";
+  const std::string text = golden_diff_text(tree, "b", "c");
+  EXPECT_NE(text.find("changed cases: 0 with inputs, expected values or care masks changed; 1 with tolerance"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  tolerance (magnitudes and slack; the allowance, not the expected values):\n"
+                      "    expected/y.mag.npy: 2 of 2 elements changed (1 grew, 1 shrank), max |delta| 2, max relative 0.25"),
+            std::string::npos)
+      << text;
+}
+
 TEST_F(GoldenDiff, trees_report_added_removed_and_unreadable_cases) {
   make_case("old", "same", {1});
   make_case("new", "same", {1});

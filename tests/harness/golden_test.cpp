@@ -117,7 +117,7 @@ TEST_F(Golden, a_case_no_case_file_holds_is_removed) {
 
 TEST_F(Golden, the_manifest_must_belong_to_its_folder) {
   const std::vector<std::pair<std::string, nlohmann::json>> edits{
-      {"case_id", "zzz"}, {"op", "MoeFfn"}, {"format", 2}, {"reference_version", "1"}};
+      {"case_id", "zzz"}, {"op", "MoeFfn"}, {"format", 3}, {"reference_version", "1"}};
   const nlohmann::json clean = manifest();
   for (const auto& [field, value] : edits) {
     nlohmann::json m = clean;
@@ -170,17 +170,35 @@ TEST(GoldenValues, agree_up_to_a_few_double_ulps) {
   EXPECT_EQ(golden_values_differ(a, Tensor::from_values(DType::kF64, {1}, {1.0})), "shape [2] vs [1]");
 }
 
-TEST_F(Golden, a_run_against_golden_cross_checks_the_reference) {
+TEST_F(Golden, a_run_against_a_format_1_golden_cross_checks_the_reference) {
   auto emu = make_backend("emu");
   ASSERT_TRUE(emu);
   RunOptions opt;
   opt.against_golden = true;
   opt.golden_root = root_;
+  // Format 1: no magnitude files, so the run recomputes the reference and compares it with golden.
+  nlohmann::json m = manifest();
+  m["format"] = 1;
+  m["tensors"].erase("expected/gradScalesOut.mag.npy");
+  std::filesystem::remove(dir_ + "/expected/gradScalesOut.mag.npy");
+  write_manifest(m);
   EXPECT_EQ(run_case(case_, **emu, opt).verdict, Verdict::kPassed);
   change_expected(0.5, true);
   const CaseResult r = run_case(case_, **emu, opt);
   EXPECT_EQ(r.verdict, Verdict::kFailed);
   EXPECT_EQ(r.reason.rfind("golden and reference disagree: gradScalesOut (1 of 12 elements differ", 0), 0u) << r.reason;
+}
+
+TEST_F(Golden, a_run_against_a_format_2_golden_compares_the_device_with_the_golden_values) {
+  auto emu = make_backend("emu");
+  ASSERT_TRUE(emu);
+  RunOptions opt;
+  opt.against_golden = true;
+  opt.golden_root = root_;
+  change_expected(0.5, true);  // no reference runs to disagree: the device now misses the golden value
+  const CaseResult r = run_case(case_, **emu, opt);
+  EXPECT_EQ(r.verdict, Verdict::kFailed);
+  EXPECT_EQ(r.reason.rfind("gradScalesOut: 1 of 12 compared elements outside exact", 0), 0u) << r.reason;
 }
 
 TEST_F(Golden, a_run_against_golden_refuses_a_case_changed_since_regen) {
