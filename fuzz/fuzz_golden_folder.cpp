@@ -2,6 +2,10 @@
 // --against golden` (issue 13): the input is case.json, a NUL byte, then manifest.json, written into
 // a folder golden/<stem>/<id>/; read_golden and verify_golden must return an error naming a file of
 // the folder (or, for verify, a cause), never crash, whatever the two files hold.
+// Optionally the manifest is followed by "\0NPY\0" and the bytes of one .npy file, written to every
+// tensor path the manifest lists (inputs/, expected/, format 2's .mag/.slack.npy); a manifest
+// digest "auto" is replaced by the file's real SHA-256, so mutations get past the digest check to
+// the decoding, dtype and shape checks of the tensor files.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,8 +16,11 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/case.h"
 #include "harness/golden.h"
+#include "harness/golden_folder.h"
 #include "fuzz/op_target.h"
 
 namespace {
@@ -53,6 +60,25 @@ void write(const std::string& path, const char* data, size_t size) {
   std::fclose(f);
 }
 
+// Writes `npy` to every tensor path the manifest lists and fills in "auto" digests; the manifest
+// text is returned unchanged when it does not parse (the readers must then refuse it themselves).
+std::string write_tensor_files(const std::string& dir, const std::string& manifest_text, const std::string& npy) {
+  auto m = nlohmann::json::parse(manifest_text, nullptr, false);
+  if (m.is_discarded() || !m.is_object() || !m.contains("tensors") || !m["tensors"].is_object()) return manifest_text;
+  const std::string digest = opgate::golden_folder::sha256_hex(npy);
+  for (auto it = m["tensors"].begin(); it != m["tensors"].end(); ++it) {
+    const std::string rel = it.key();
+    const bool plain = (rel.rfind("inputs/", 0) == 0 || rel.rfind("expected/", 0) == 0) &&
+                       rel.find("..") == std::string::npos && rel.find('/', rel.find('/') + 1) == std::string::npos &&
+                       rel.find('\0') == std::string::npos;
+    if (!plain) continue;  // never outside the folder
+    mkdir((dir + "/" + rel.substr(0, rel.find('/'))).c_str(), 0755);
+    write(dir + "/" + rel, npy.data(), npy.size());
+    if (it.value().is_object() && it.value().value("sha256", nlohmann::json()) == "auto") it.value()["sha256"] = digest;
+  }
+  return m.dump();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -62,7 +88,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t split = 0;
   while (split < size && text[split] != '\0') ++split;
   write(dir + "/case.json", text, split);
-  write(dir + "/manifest.json", text + std::min(split + 1, size), size - std::min(split + 1, size));
+  std::string manifest(text + std::min(split + 1, size), size - std::min(split + 1, size));
+  std::filesystem::remove_all(dir + "/inputs");
+  std::filesystem::remove_all(dir + "/expected");
+  static const std::string kNpyMark("\0NPY\0", 5);
+  if (const size_t at = manifest.find(kNpyMark); at != std::string::npos) {
+    const std::string npy = manifest.substr(at + kNpyMark.size());
+    manifest = write_tensor_files(dir, manifest.substr(0, at), npy);
+  }
+  write(dir + "/manifest.json", manifest.data(), manifest.size());
 
   auto golden = opgate::read_golden(dir);
   if (!golden && golden.status().message().rfind(dir, 0) != 0) {
