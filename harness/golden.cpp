@@ -104,8 +104,10 @@ std::string golden_format1_note(size_t count) {
                      count);
 }
 
-std::string golden_tolerance_problem(const std::string& dir, const GoldenCase& g, const ComparePlan& plan) {
+std::string golden_tolerance_problem(const std::string& dir, const GoldenCase& g, const Problem& problem,
+                                     FillMode fill) {
   if (!g.stores_tolerances()) return "";
+  const ComparePlan plan = problem.compare_plan(RefOutputs{g.expected, g.magnitude, g.care, g.slack}, fill);
   if (!g.slack.empty()) {
     return fmt::format("{}/expected/{}.slack.npy: this opgate's comparison has no slack term (no reference returns "
                        "one), so it cannot honour the file",

@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/case.h"
-#include "core/compare.h"
 #include "core/reference_outputs.h"
 #include "core/status.h"
 
@@ -77,10 +76,11 @@ struct CaseFieldDiff {
 std::vector<CaseFieldDiff> case_differences(const nlohmann::json& before, const nlohmann::json& after);
 // The one line a run prints (once) when `count` of its golden cases are format 1.
 std::string golden_format1_note(size_t count);
-// Format 2: why the folder cannot stand in for the reference under `plan` ("" when it can), naming
-// the file: an output the plan checks with the `bound` standard has no magnitude file, or an
-// output has a slack file, which this comparator has no term for (no reference returns one).
-std::string golden_tolerance_problem(const std::string& case_dir, const GoldenCase& g, const ComparePlan& plan);
+// Format 2: why the folder cannot stand in for the reference of `problem` ("" when it can), naming
+// the file: an output its compare plan checks with the `bound` standard has no magnitude file, or
+// an output has a slack file, which this comparator has no term for (no reference returns one).
+std::string golden_tolerance_problem(const std::string& case_dir, const GoldenCase& g, const Problem& problem,
+                                     FillMode fill);
 
 // The case as regeneration writes it to case.json: params as the problem resolves them, so a
 // default that changes counts as a change of the case.

@@ -59,11 +59,7 @@ PreparedCase prepare_case(const Case& c, const std::string& backend, const RunOp
   if (opt.against_golden && c.expect == 0) {
     const std::string dir = golden_case_dir(opt.golden_root, c.op, c.id);
     auto read = read_golden(dir);
-    const std::string missing =
-        read ? golden_tolerance_problem(dir, *read, p.problem->compare_plan(RefOutputs{read->expected, read->magnitude,
-                                                                                          read->care, read->slack},
-                                                                               c.fill))
-             : "";
+    const std::string missing = read ? golden_tolerance_problem(dir, *read, *p.problem, c.fill) : "";
     if (!read) {
       p.golden_error = read.status();
     } else if (!missing.empty()) {

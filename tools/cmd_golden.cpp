@@ -225,7 +225,9 @@ void add_golden(CLI::App& app, int& exit_code) {
   golden->require_subcommand(1);
   auto o = std::make_shared<GoldenOpts>();
 
-  auto* regen_cmd = golden->add_subcommand("regen", "Recompute golden folders from the smoke and regression cases");
+  auto* regen_cmd = golden->add_subcommand(
+      "regen", "Recompute golden folders (format 2: expected values with their tolerance magnitudes) from the smoke "
+               "and regression cases");
   regen_cmd->add_option("--op", o->sel.ops, "Operator(s) (default: all)");
   regen_cmd->add_option("--cases", o->sel.files, "Case file(s) instead of the smoke and regression tiers");
   regen_cmd->add_option("--filter", o->sel.filter, "Regex on case id or tag");
