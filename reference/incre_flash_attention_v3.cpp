@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "reference/incre_flash_attention_v3/incre_flash_attention_v3_convert.h"
+#include "reference/math/shared_attention.h"
 #include "reference/math/shared_parallel.h"
-#include "reference/math/shared_simd.h"
 
 namespace opgate::ref::incre_flash_attention_v3 {
 namespace {
@@ -114,23 +114,36 @@ void write_zero_row(const Shared& s, int64_t n, int64_t b) {
   }
 }
 
-// Positions converted at a time: a tile of K or V rows stays in L2 (64 * D doubles).
+// Rows per kernel call. fp16/bf16 K and V are read in place (a tile of D = 128 rows is 16 KiB, so
+// it stays in L1 while the kernels walk it column block by column block); int8 KV is dequantized
+// into a double tile first.
 constexpr int64_t kTile = 64;
 
-// K or V rows of (b, n2) for positions [t0, t0 + count), dequantized; for int8 KV also
-// |v_int8 * sv| and sum_d |k_int8| for the error terms (float KV uses |v| and needs no key sums).
+// K or V rows of (b, n2) for positions [t0, t0 + count): the cache rows themselves (fp16/bf16), or
+// dequantized doubles; for int8 KV also |v_int8 * sv| and sum_d |k_int8| for the error terms
+// (float KV uses |v| and needs no key sums).
 struct Tile {
   std::vector<double> x, abs, abs_sum;
+  const void* rows = nullptr;
+  math::RowType type = math::RowType::kF64;
 };
 
 void load_tile(const Shared& s, int64_t b, int64_t n2, int64_t t0, int64_t count, bool key, Tile& r) {
   const int64_t dd = s.d;
-  const bool int8_kv = s.p.kv_dtype == DType::kI8;
-  const size_t row0 = static_cast<size_t>(n2 * dd);
-  r.x.resize(static_cast<size_t>(kTile * dd));
+  const DType kv = s.p.kv_dtype;
   const int64_t base = ((b * s.n2 + n2) * s.cap + t0) * dd;
-  to_double(s.p.kv_dtype, (key ? s.key : s.value)->data(), base, count * dd, r.x.data());
-  if (!int8_kv) return;
+  const uint8_t* data = (key ? s.key : s.value)->data();
+  if (kv == DType::kF16 || kv == DType::kBF16) {  // exact in registers (shared_attention.h)
+    r.rows = reinterpret_cast<const uint16_t*>(data) + base;
+    r.type = kv == DType::kF16 ? math::RowType::kF16 : math::RowType::kBF16;
+    return;
+  }
+  r.x.resize(static_cast<size_t>(kTile * dd));
+  r.rows = r.x.data();
+  r.type = math::RowType::kF64;
+  to_double(kv, data, base, count * dd, r.x.data());
+  if (kv != DType::kI8) return;
+  const size_t row0 = static_cast<size_t>(n2 * dd);
   const std::vector<double>& scale = key ? s.aq.key_scale : s.aq.value_scale;
   const std::vector<double>& offset = key ? s.aq.key_offset : s.aq.value_offset;
   r.abs.resize(r.x.size());
@@ -149,12 +162,22 @@ void load_tile(const Shared& s, int64_t b, int64_t n2, int64_t t0, int64_t count
   }
 }
 
+// Asks for the cache rows of the tile after [t0, t0 + count) while this one is computed: the
+// kernels walk a tile column block by column block, a pattern the hardware prefetcher does not
+// follow from memory.
+void prefetch_next(const Tile& tile, int64_t count, int64_t next, int64_t d) {
+  if (tile.type == math::RowType::kF64 || next <= 0) return;
+  const char* start = static_cast<const char*>(tile.rows) + count * d * 2;
+  const int64_t bytes = next * d * 2;
+  for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(start + i);
+}
+
 // Per query head of the group: the int8 key-side constants (A_d = q_d * sk_d, the dropped offset
 // term |scale * sum_d A_d off_d| and max |A_d|), scores and the softmax.
 struct Head {
   const double* q = nullptr;
   double dropped = 0, amax = 0, m = -INFINITY, l = 0;
-  std::vector<double> score, sigma, msd, prob, delta, o, cond, weighted, tail;
+  std::vector<double> score, sigma, msd, prob, delta;
 };
 
 // Dot products of the group's query heads with every key row (8-lane fixed order, shared_simd.h)
@@ -163,26 +186,29 @@ void score_pass(const Shared& s, int64_t b, int64_t n2, int64_t len, double eps_
                 std::vector<char>& masked) {
   const Params& p = s.p;
   const bool int8_kv = p.kv_dtype == DType::kI8;
-  const math::Kernels& kn = math::kernels();
+  const math::AttentionKernels& kn = math::attention_kernels();
   const double* q = s.q.data() + (b * s.n + n2 * s.g) * s.d;
-  std::vector<double> dot(static_cast<size_t>(s.g)), mag(dot.size());
+  const size_t gs = static_cast<size_t>(s.g);
+  std::vector<double> dot(static_cast<size_t>(kTile) * gs), mag(dot.size());
+  const int64_t pb = p.pse_batch == p.batch ? b : 0;
   Tile tile;
   for (int64_t t0 = 0; t0 < len; t0 += kTile) {
     const int64_t count = std::min(kTile, len - t0);
     load_tile(s, b, n2, t0, count, true, tile);
+    prefetch_next(tile, count, std::min(kTile, len - t0 - count), s.d);
+    kn.scores(q, s.g, tile.rows, tile.type, count, s.d, dot.data(), mag.data());
     for (int64_t tt = 0; tt < count; ++tt) {
       const int64_t t = t0 + tt;
       const size_t ti = static_cast<size_t>(t);
       masked[ti] = s.mask != nullptr && s.mask[b * p.mask_seq + t] != 0;
-      kn.dot8_abs(q, s.g, tile.x.data() + tt * s.d, s.d, dot.data(), mag.data());
       const double kabs_sum = int8_kv ? tile.abs_sum[static_cast<size_t>(tt)] : 0.0;
       for (int64_t g = 0; g < s.g; ++g) {
         Head& h = heads[static_cast<size_t>(g)];
-        const int64_t pb = p.pse_batch == p.batch ? b : 0;
+        const size_t k = static_cast<size_t>(tt) * gs + static_cast<size_t>(g);
         const double pse = s.pse.empty() ? 0.0 : s.pse[static_cast<size_t>((pb * s.n + n2 * s.g + g) * p.pse_seq + t)];
-        const double st = masked[ti] ? kMaskedScore : s.scale * dot[static_cast<size_t>(g)] + pse;
+        const double st = masked[ti] ? kMaskedScore : s.scale * dot[k] + pse;
         // int8: the kernel's dot product is sum_d A_d k_td (offset dropped), bounded by amax sum|k|.
-        const double kmag = int8_kv ? mag[static_cast<size_t>(g)] + h.amax * kabs_sum : mag[static_cast<size_t>(g)];
+        const double kmag = int8_kv ? mag[k] + h.amax * kabs_sum : mag[k];
         h.score[ti] = st;
         h.sigma[ti] = std::fabs(s.scale) * kmag + std::fabs(pse);
         h.msd[ti] = std::fabs(s.scale) * eps_msd * h.amax * kabs_sum;
@@ -202,7 +228,7 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
   }
   const bool int8_kv = p.kv_dtype == DType::kI8;
   const size_t row0 = static_cast<size_t>(n2 * dd);
-  const math::Kernels& kn = math::kernels();
+  const math::AttentionKernels& kn = math::attention_kernels();
   // Tiles and flash-decode splits a kernel may use (tiles >= 512 positions, §1.4.7), and the
   // depth of its fp32 PV / row-sum accumulation (16-element cube steps, then tiles and splits).
   const double tiles = 2.0 * static_cast<double>(ceil_div(len, 512)) + 2;
@@ -212,8 +238,9 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
   const double eps_msd = int8_kv ? msd_step(p.inner_precise) : 0.0;
   const auto L = static_cast<size_t>(len);
   const auto D = static_cast<size_t>(dd);
+  const auto G = static_cast<size_t>(s.g);
 
-  std::vector<Head> heads(static_cast<size_t>(s.g));
+  std::vector<Head> heads(G);
   for (int64_t g = 0; g < s.g; ++g) {
     Head& h = heads[static_cast<size_t>(g)];
     h.q = s.q.data() + (b * s.n + n2 * s.g + g) * dd;
@@ -225,7 +252,6 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
     }
     h.dropped = std::fabs(s.scale * h.dropped);
     for (auto* v : {&h.score, &h.sigma, &h.msd, &h.prob, &h.delta}) v->assign(L, 0.0);
-    for (auto* v : {&h.o, &h.cond, &h.weighted, &h.tail}) v->assign(D, 0.0);
   }
   std::vector<char> masked(L, 0);
   score_pass(s, b, n2, len, eps_msd, heads, masked);
@@ -239,41 +265,58 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
       h.delta[t] = kU32 * (score_err + 2 * std::fabs(h.score[t] - h.m) + 2 * tiles + 10) + (masked[t] ? 0.0 : h.msd[t]);
     }
   }
-  // o_d = sum_t p_t v_td in order of t (one sum per column d), then / l.
+  // Per head g (row g of G x D): o_d = sum_t p_t v_td in order of t (one sum per column d), then / l.
+  std::vector<double> o(G * D, 0.0), cond(o.size(), 0.0), weighted(o.size(), 0.0), tail(o.size(), 0.0);
+  std::vector<double> pw(static_cast<size_t>(kTile) * G), wdw(pw.size()), ww(pw.size()), fw(pw.size());
+  // Rows holding an Inf or NaN value (fp16/bf16 KV, found by the PV pass): their tail terms f * |v|
+  // are never skipped, since 0 * Inf is NaN.
+  std::vector<char> nonfinite(L, 0), tail_rows(static_cast<size_t>(kTile), 1);
   Tile tile;
   for (int64_t t0 = 0; t0 < len; t0 += kTile) {
     const int64_t count = std::min(kTile, len - t0);
     load_tile(s, b, n2, t0, count, false, tile);
+    prefetch_next(tile, count, std::min(kTile, len - t0 - count), dd);
     for (int64_t tt = 0; tt < count; ++tt) {
-      for (Head& h : heads) kn.scaled_add(h.o.data(), h.prob[static_cast<size_t>(t0 + tt)], tile.x.data() + tt * dd, dd);
+      for (size_t g = 0; g < G; ++g) pw[static_cast<size_t>(tt) * G + g] = heads[g].prob[static_cast<size_t>(t0 + tt)];
     }
+    char* flags = tile.type == math::RowType::kF64 ? nullptr : nonfinite.data() + t0;
+    kn.weighted_rows(o.data(), s.g, pw.data(), tile.rows, tile.type, count, dd, flags);
   }
-  for (Head& h : heads) {
-    for (double& o : h.o) o /= h.l;
+  for (size_t g = 0; g < G; ++g) {
+    for (size_t d = 0; d < D; ++d) o[g * D + d] /= heads[g].l;
   }
   for (int64_t t0 = 0; t0 < len; t0 += kTile) {
     const int64_t count = std::min(kTile, len - t0);
     load_tile(s, b, n2, t0, count, false, tile);
+    prefetch_next(tile, count, std::min(kTile, len - t0 - count), dd);
     for (int64_t tt = 0; tt < count; ++tt) {
       const size_t t = static_cast<size_t>(t0 + tt);
-      const double* vt = tile.x.data() + tt * dd;
-      const double* at = int8_kv ? tile.abs.data() + tt * dd : nullptr;
-      for (Head& h : heads) {
+      bool any_floor = false;
+      for (size_t g = 0; g < G; ++g) {
+        const Head& h = heads[g];
+        const size_t k = static_cast<size_t>(tt) * G + g;
         const double w = h.prob[t] / h.l;
-        const double wd = w * h.delta[t];
         const double pt = h.prob[t];
-        const double floor_p = int8_kv ? std::min(pt, eps_msd) : (p.kv_dtype == DType::kF16 && pt < kHalfMinNormal ? pt : 0.0);
-        kn.deviation_add(h.cond.data(), h.weighted.data(), h.tail.data(), vt, h.o.data(), at, wd, w, floor_p, dd);
+        ww[k] = w;
+        wdw[k] = w * h.delta[t];
+        fw[k] = int8_kv ? std::min(pt, eps_msd) : (p.kv_dtype == DType::kF16 && pt < kHalfMinNormal ? pt : 0.0);
+        any_floor = any_floor || fw[k] != 0.0;
       }
+      tail_rows[static_cast<size_t>(tt)] = any_floor || nonfinite[t] != 0 ? 1 : 0;
     }
+    // Float KV: a row whose f are all 0 and whose |v| are finite adds exact zeros to the tail.
+    const char* with_tail = tile.type == math::RowType::kF64 ? nullptr : tail_rows.data();
+    kn.deviation_rows(cond.data(), weighted.data(), tail.data(), o.data(), s.g, wdw.data(), ww.data(), fw.data(),
+                      with_tail, tile.rows, tile.type, int8_kv ? tile.abs.data() : nullptr, count, dd);
   }
-  for (int64_t g = 0; g < s.g; ++g) {
-    const Head& h = heads[static_cast<size_t>(g)];
+  for (size_t g = 0; g < G; ++g) {
+    const Head& h = heads[g];
     for (size_t d = 0; d < D; ++d) {
       const size_t c = row0 + d;
+      const size_t i = g * D + d;
       const double off = int8_kv ? std::fabs(s.aq.value_offset[c] * s.aq.value_scale[c]) : 0.0;
-      const double budget = h.cond[d] + coef * (h.weighted[d] + off) + h.tail[d] / h.l;
-      write_output(s, n2 * s.g + g, static_cast<int64_t>(d), h.o[d], budget, b);
+      const double budget = cond[i] + coef * (weighted[i] + off) + tail[i] / h.l;
+      write_output(s, n2 * s.g + static_cast<int64_t>(g), static_cast<int64_t>(d), o[i], budget, b);
     }
   }
 }

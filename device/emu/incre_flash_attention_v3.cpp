@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "reference/incre_flash_attention_v3/incre_flash_attention_v3_convert.h"
+#include "reference/math/shared_half.h"
 #include "reference/math/shared_parallel.h"
 
 namespace opgate::emu::incre_flash_attention_v3 {
@@ -112,10 +113,30 @@ float msd_combine(const std::array<float, 3>& r, int digits) {
   return v;
 }
 
-// The KV images and the addressing of §1.3 (with the addressing defects).
+// The KV images and the addressing of §1.3 (with the addressing defects). Tensor pointers and the
+// block table are looked up once, not per row.
 class KvSource {
  public:
-  KvSource(const Params& p, const TensorMap& in, Defect defect) : p_(p), in_(in), defect_(defect) {}
+  KvSource(const Params& p, const TensorMap& in, Defect defect) : p_(p), in_(in), defect_(defect) {
+    if (p.kv_cache == KvCache::kList) {
+      for (int64_t b = 0; b < p.batch; ++b) {
+        for (const char* name : {"key", "value"}) {
+          const auto it = in.find(fmt::format("{}.{}", name, b));
+          (name[0] == 'k' ? list_keys_ : list_values_).push_back(it == in.end() ? nullptr : &it->second);
+        }
+      }
+    } else {
+      const auto k = in.find("key");
+      const auto v = in.find("value");
+      key_ = k == in.end() ? nullptr : &k->second;
+      value_ = v == in.end() ? nullptr : &v->second;
+    }
+    const auto t = in.find("blocktable");
+    if (ifa::is_paged(p) && t != in.end()) {
+      table_.resize(static_cast<size_t>(t->second.numel()));
+      for (int64_t i = 0; i < t->second.numel(); ++i) table_[static_cast<size_t>(i)] = static_cast<int64_t>(t->second.get(i));
+    }
+  }
 
   // The D values of (b, n2, t) of key or value as float; NaN when the address leaves the image.
   void row(const char* name, int64_t b, int64_t n2, int64_t t, float* dst) const {
@@ -126,24 +147,36 @@ class KvSource {
       std::fill(dst, dst + d, NAN);
       return;
     }
+    if (p_.kv_dtype == DType::kF16 || p_.kv_dtype == DType::kBF16) {  // exact either way, vectorised
+      math::halves_to_float(reinterpret_cast<const uint16_t*>(image->data()) + row * d, d,
+                            p_.kv_dtype == DType::kBF16, dst);
+      return;
+    }
     ifa::to_float(p_.kv_dtype, image->data(), row * d, d, dst);
   }
 
  private:
-  int64_t locate(const char* name, int64_t b, int64_t n2, int64_t t, const Tensor** image) const {
+  const Tensor* image(const char* name, int64_t b) const {
+    const bool key = name[0] == 'k';
+    if (p_.kv_cache != KvCache::kList) return key ? key_ : value_;
+    const auto& list = key ? list_keys_ : list_values_;
+    return b < static_cast<int64_t>(list.size()) ? list[static_cast<size_t>(b)] : nullptr;
+  }
+
+  int64_t locate(const char* name, int64_t b, int64_t n2, int64_t t, const Tensor** out) const {
     const int64_t n2s = ifa::kv_heads(p_);
+    const bool list = p_.kv_cache == KvCache::kList;
+    *out = image(name, b);
+    if (*out == nullptr) *out = list ? &in_.at(fmt::format("{}.{}", name, b)) : &in_.at(name);  // throws as before
     if (ifa::is_paged(p_)) {
-      *image = &in_.at(name);
       const int64_t bs = p_.block_size;
       const int64_t j = defect_ == Defect::kBlockIndexCeil ? (t + bs - 1) / bs : t / bs;
       if (j >= p_.max_block_num_per_seq) return -1;
-      const auto blk = static_cast<int64_t>(in_.at("blocktable").get(b * p_.max_block_num_per_seq + j));
+      const int64_t blk = table_.at(static_cast<size_t>(b * p_.max_block_num_per_seq + j));
       if (blk < 0 || blk >= p_.block_num) return -1;
       const int64_t r = t % bs;
       return p_.kv_cache == KvCache::kPaged3d ? (blk * bs + r) * n2s + n2 : (blk * n2s + n2) * bs + r;
     }
-    const bool list = p_.kv_cache == KvCache::kList;
-    *image = list ? &in_.at(fmt::format("{}.{}", name, b)) : &in_.at(name);
     const int64_t bi = list ? 0 : b;
     const int64_t s = ifa::kv_tensor_len(p_, b);
     const bool bnsd = p_.input_layout == "BNSD" || defect_ == Defect::kBshReadAsBnsd;
@@ -153,6 +186,10 @@ class KvSource {
   const Params& p_;
   const TensorMap& in_;
   Defect defect_;
+  const Tensor* key_ = nullptr;
+  const Tensor* value_ = nullptr;
+  std::vector<const Tensor*> list_keys_, list_values_;
+  std::vector<int64_t> table_;
 };
 
 // Small per-call tensors, converted once.
@@ -230,11 +267,8 @@ class Kernel {
     const int64_t d = p_.head_dim;
     int64_t len = x_.lengths[static_cast<size_t>(b)];
     if (len > 0 && defect_ == Defect::kActualLenPlusOne) ++len;
-    std::vector<float> k(static_cast<size_t>(len * d)), v(k.size());
-    for (int64_t t = 0; t < len; ++t) {
-      kv_.row("key", b, n2, t, k.data() + t * d);
-      kv_.row("value", b, n2, t, v.data() + t * d);
-    }
+    // K and V of one S2 tile at a time, as float (row t at (t - t0) * d).
+    std::vector<float> k, v;
     std::vector<HeadState> heads = head_states(b, n2);
     std::vector<std::vector<SplitResult>> results(heads.size());
     const int64_t split = sched_.split_len > 0 ? sched_.split_len : len;
@@ -245,7 +279,16 @@ class Kernel {
         h.l = 0;
         h.acc.assign(static_cast<size_t>(d), 0.0f);
       }
-      for (int64_t t0 = s0; t0 < s1; t0 += sched_.tile) tile(b, t0, std::min(s1, t0 + sched_.tile), k, v, heads);
+      for (int64_t t0 = s0; t0 < s1; t0 += sched_.tile) {
+        const int64_t t1 = std::min(s1, t0 + sched_.tile);
+        k.resize(static_cast<size_t>((t1 - t0) * d));
+        v.resize(k.size());
+        for (int64_t t = t0; t < t1; ++t) {
+          kv_.row("key", b, n2, t, k.data() + (t - t0) * d);
+          kv_.row("value", b, n2, t, v.data() + (t - t0) * d);
+        }
+        tile(b, t0, t1, k, v, heads);
+      }
       for (size_t g = 0; g < heads.size(); ++g) {
         SplitResult r{heads[g].m, heads[g].l, heads[g].acc};
         for (float& a : r.o) a /= r.l;
@@ -315,7 +358,7 @@ class Kernel {
     return lane[0];
   }
 
-  // One S2 tile [t0, t1) for every head of the group (§1.4.3 steps 1-5): scores (scale, pse, mask
+  // One S2 tile [t0, t1) (k, v: its rows from t0) for every head of the group (§1.4.3 steps 1-5): scores (scale, pse, mask
   // select), online softmax update, P cast (or MSD digits) and the fp32 PV accumulation.
   void tile(int64_t b, int64_t t0, int64_t t1, const std::vector<float>& k, const std::vector<float>& v,
             std::vector<HeadState>& heads) const {
@@ -330,7 +373,7 @@ class Kernel {
         const float pse = t < p_.pse_seq && !x_.pse.empty()
                               ? x_.pse[static_cast<size_t>((pb * p_.num_heads + h.n) * p_.pse_seq + t)]
                               : 0.0f;
-        const float qk = dot(h, k.data() + t * d);
+        const float qk = dot(h, k.data() + (t - t0) * d);
         float st = defect_ == Defect::kPseScaled ? (qk + pse) * x_.scale : qk * x_.scale + pse;
         if (mask) st = defect_ == Defect::kMaskAdded ? st + kMaskValue : kMaskValue;
         h.s[static_cast<size_t>(t - t0)] = st;
@@ -354,7 +397,7 @@ class Kernel {
       h.m = m_new;
       h.part.assign(static_cast<size_t>(d), 0.0f);
       if (p_.kv_dtype == DType::kI8) {
-        pv_int8(h, t0, w, v);
+        pv_int8(h, w, v);
       } else {
         const Rounding pr = defect_ == Defect::kPCastTruncates ? Rounding::kTowardZero : p_rounding_;
         for (float& x : h.s) x = static_cast<float>(round_to(p_.kv_dtype, x, pr));
@@ -364,7 +407,7 @@ class Kernel {
       for (int64_t c0 = 0; c0 < w; c0 += kCubeK) {
         for (HeadState& h : heads) h.chunk.assign(static_cast<size_t>(d), 0.0f);
         for (int64_t t = c0; t < std::min(w, c0 + kCubeK); ++t) {
-          const float* vt = v.data() + (t0 + t) * d;
+          const float* vt = v.data() + t * d;
           for (HeadState& h : heads) {
             const float pv = h.s[static_cast<size_t>(t)];
             float* ch = h.chunk.data();
@@ -391,15 +434,15 @@ class Kernel {
     }
   }
 
-  // int8 KV: P (fp32 e <= 1) as MSD digits with amax 1, int8 x int8 on the cube per digit, then
+  // int8 KV (v: the tile's rows from t0): P (fp32 e <= 1) as MSD digits with amax 1, int8 x int8 on the cube per digit, then
   // recombined in fp32 (§1.4.2).
-  void pv_int8(HeadState& h, int64_t t0, int64_t w, const std::vector<float>& v) const {
+  void pv_int8(HeadState& h, int64_t w, const std::vector<float>& v) const {
     const int64_t d = p_.head_dim;
     std::vector<std::array<float, 3>> dig(static_cast<size_t>(w));
     for (int64_t t = 0; t < w; ++t) msd_digits(h.s[static_cast<size_t>(t)], 1.0f, digits_, dig[static_cast<size_t>(t)]);
     std::vector<double> sums(static_cast<size_t>(3 * d), 0.0);  // exact integers; NaN rows stay NaN
     for (int64_t t = 0; t < w; ++t) {
-      const float* vt = v.data() + (t0 + t) * d;
+      const float* vt = v.data() + t * d;
       for (int j = 0; j < digits_; ++j) {
         const double digit = dig[static_cast<size_t>(t)][static_cast<size_t>(j)];
         double* row = sums.data() + j * d;

@@ -1,0 +1,442 @@
+// The kernels of shared_attention.h: one plain scalar formulation, and one vector formulation (GCC
+// vector extensions, 8 doubles) compiled into SSE2, AVX2 and AVX-512 functions by target
+// attributes, templated on the row type and on how many heads / column vectors stay in registers.
+#include "reference/math/shared_attention.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+// The vector helpers below are always inlined, so their vector arguments never cross a call.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace opgate::math {
+namespace {
+
+// ---- scalar formulation -------------------------------------------------------------------------
+
+// Row r (n elements) as exact doubles.
+void row_values(const void* rows, RowType type, int64_t r, int64_t n, std::vector<double>& out) {
+  out.resize(static_cast<size_t>(n));
+  if (type == RowType::kF64) {
+    std::copy_n(static_cast<const double*>(rows) + r * n, n, out.begin());
+    return;
+  }
+  const double* tab = exact_half_values(type == RowType::kBF16);
+  const uint16_t* src = static_cast<const uint16_t*>(rows) + r * n;
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = tab[src[i]];
+}
+
+void scores_scalar(const double* q, int64_t heads, const void* rows, RowType type, int64_t count, int64_t n,
+                   double* dot, double* mag) {
+  std::vector<double> x;
+  for (int64_t r = 0; r < count; ++r) {
+    row_values(rows, type, r, n, x);
+    for (int64_t h = 0; h < heads; ++h) {
+      double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      double lane_abs[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = q[h * n + i] * x[static_cast<size_t>(i)];
+        lane[i % 8] += v;
+        lane_abs[i % 8] += std::fabs(v);
+      }
+      dot[r * heads + h] = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+      mag[r * heads + h] = ((lane_abs[0] + lane_abs[1]) + (lane_abs[2] + lane_abs[3])) +
+                           ((lane_abs[4] + lane_abs[5]) + (lane_abs[6] + lane_abs[7]));
+    }
+  }
+}
+
+void weighted_rows_scalar(double* acc, int64_t heads, const double* p, const void* rows, RowType type, int64_t count,
+                          int64_t n, char* nonfinite) {
+  std::vector<double> x;
+  for (int64_t r = 0; r < count; ++r) {
+    row_values(rows, type, r, n, x);
+    for (int64_t i = 0; i < n; ++i) {
+      if (nonfinite != nullptr && !std::isfinite(x[static_cast<size_t>(i)])) nonfinite[r] = 1;
+    }
+    for (int64_t h = 0; h < heads; ++h) {
+      const double a = p[r * heads + h];
+      double* ah = acc + h * n;
+      for (int64_t i = 0; i < n; ++i) ah[i] = ah[i] + a * x[static_cast<size_t>(i)];
+    }
+  }
+}
+
+void deviation_rows_scalar(double* dev, double* wsum, double* tail, const double* c, int64_t heads, const double* wd,
+                           const double* w, const double* f, const char* tail_rows, const void* rows, RowType type,
+                           const double* abs_x, int64_t count, int64_t n) {
+  std::vector<double> x;
+  for (int64_t r = 0; r < count; ++r) {
+    const bool with_tail = tail_rows == nullptr || tail_rows[r] != 0;
+    row_values(rows, type, r, n, x);
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t k = r * heads + h;
+      for (int64_t i = 0; i < n; ++i) {
+        const double xi = x[static_cast<size_t>(i)];
+        const double m = abs_x != nullptr ? abs_x[r * n + i] : std::fabs(xi);
+        dev[h * n + i] += wd[k] * std::fabs(xi - c[h * n + i]);
+        wsum[h * n + i] += w[k] * m;
+        if (with_tail) tail[h * n + i] += f[k] * m;
+      }
+    }
+  }
+}
+
+// ---- vector formulation -------------------------------------------------------------------------
+
+typedef double V8 __attribute__((vector_size(64)));
+typedef int64_t I8 __attribute__((vector_size(64)));
+
+#define OPGATE_INLINE inline __attribute__((always_inline))
+
+OPGATE_INLINE V8 load8(const double* p) {
+  V8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+OPGATE_INLINE void store8(double* p, V8 v) { std::memcpy(p, &v, sizeof v); }
+OPGATE_INLINE V8 abs8(V8 v) { return reinterpret_cast<V8>(reinterpret_cast<I8>(v) & INT64_MAX); }
+// 1 * a == a for every a (-0 and the infinities included); one broadcast instruction.
+OPGATE_INLINE V8 splat8(double a) { return V8{1, 1, 1, 1, 1, 1, 1, 1} * a; }
+
+// How 8 fp16/bf16 values become doubles: the table, F16C (AVX2) or F16C + AVX-512 widening.
+enum class Conv { kTable, kF16c, kAvx512 };
+
+// An Inf or NaN pattern among 8 halves ((bits & 0x7FFF) at or above the infinity's).
+OPGATE_INLINE bool nonfinite8(const uint16_t* h, bool bf16) {
+  bool bad = false;
+  const uint16_t inf = bf16 ? 0x7F80 : 0x7C00;
+  for (int k = 0; k < 8; ++k) bad |= (h[k] & 0x7FFF) >= inf;
+  return bad;
+}
+
+OPGATE_INLINE V8 table8(const uint16_t* h, bool bf16) {
+  const double* tab = exact_half_values(bf16);
+  return V8{tab[h[0]], tab[h[1]], tab[h[2]], tab[h[3]], tab[h[4]], tab[h[5]], tab[h[6]], tab[h[7]]};
+}
+
+// Exact in every case: fp16 -> fp32 by F16C, bf16 -> fp32 by a 16-bit shift, fp32 -> fp64. Inf and
+// NaN blocks take the table (NaN payloads as the scalar path's) and set `bad`. Not always_inline:
+// the generic templates calling it have no target; the path functions are `flatten`, which inlines
+// it there, where the target matches.
+__attribute__((target("avx2,f16c"))) inline void f16c8(const uint16_t* src, bool bf16, bool& bad, double* out) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+  const __m128i limit = _mm_set1_epi16(static_cast<int16_t>(bf16 ? 0x7F7F : 0x7BFF));
+  if (__builtin_expect(_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), limit)) != 0, 0)) {
+    bad = true;
+    store8(out, table8(src, bf16));
+    return;
+  }
+  const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
+  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
+  _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
+}
+
+__attribute__((target("avx512f,avx2,f16c"))) inline void f16c8_512(const uint16_t* src, bool bf16, bool& bad,
+                                                                   double* out) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+  const __m128i limit = _mm_set1_epi16(static_cast<int16_t>(bf16 ? 0x7F7F : 0x7BFF));
+  if (__builtin_expect(_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), limit)) != 0, 0)) {
+    bad = true;
+    store8(out, table8(src, bf16));
+    return;
+  }
+  const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
+  _mm512_storeu_pd(out, _mm512_maskz_cvtps_pd(0xFF, f));
+}
+
+// 8 consecutive elements of the rows, from element index idx, as doubles.
+template <Conv kConv, RowType kType>
+OPGATE_INLINE V8 load_x(const void* rows, int64_t idx, bool& bad) {
+  if constexpr (kType == RowType::kF64) {
+    return load8(static_cast<const double*>(rows) + idx);
+  } else {
+    constexpr bool kBf16 = kType == RowType::kBF16;
+    const uint16_t* src = static_cast<const uint16_t*>(rows) + idx;
+    if constexpr (kConv == Conv::kTable) {
+      bad |= nonfinite8(src, kBf16);
+      return table8(src, kBf16);
+    } else {
+      double out[8];
+      if constexpr (kConv == Conv::kF16c) {
+        f16c8(src, kBf16, bad, out);
+      } else {
+        f16c8_512(src, kBf16, bad, out);
+      }
+      return load8(out);
+    }
+  }
+}
+
+template <RowType kType>
+OPGATE_INLINE double value_at(const void* rows, int64_t idx) {
+  if constexpr (kType == RowType::kF64) return static_cast<const double*>(rows)[idx];
+  return exact_half_values(kType == RowType::kBF16)[static_cast<const uint16_t*>(rows)[idx]];
+}
+
+// Lane j of the result is the tree ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)) of input j's
+// lanes (inputs a..h): three stages of pairwise sums, each pairing the same lanes as the tree.
+OPGATE_INLINE V8 tree8(V8 a, V8 b, V8 c, V8 d, V8 e, V8 f, V8 g, V8 h) {
+  // [x0+x1, y0+y1, x2+x3, y2+y3, x4+x5, y4+y5, x6+x7, y6+y7]
+  auto pairs = [](V8 x, V8 y) {
+    return __builtin_shufflevector(x, y, 0, 8, 2, 10, 4, 12, 6, 14) +
+           __builtin_shufflevector(x, y, 1, 9, 3, 11, 5, 13, 7, 15);
+  };
+  // [x01+x23, y01+y23, z01+z23, w01+w23, x45+x67, y45+y67, z45+z67, w45+w67]
+  auto quads = [](V8 xy, V8 zw) {
+    return __builtin_shufflevector(xy, zw, 0, 1, 8, 9, 4, 5, 12, 13) +
+           __builtin_shufflevector(xy, zw, 2, 3, 10, 11, 6, 7, 14, 15);
+  };
+  const V8 abcd = quads(pairs(a, b), pairs(c, d));
+  const V8 efgh = quads(pairs(e, f), pairs(g, h));
+  return __builtin_shufflevector(abcd, efgh, 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(abcd, efgh, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+// Up to 4 heads per block (kHeads in registers); a short last block repeats its last head and
+// drops the copies' results.
+template <Conv kConv, RowType kType, int kHeads>
+OPGATE_INLINE void scores_vec(const double* q, int64_t heads, const void* rows, int64_t count, int64_t n, double* dot,
+                              double* mag) {
+  static_assert(kHeads >= 1 && kHeads <= 4);
+  const int64_t body = n - n % 8;
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t base = r * n;
+    for (int64_t h0 = 0; h0 < heads; h0 += kHeads) {
+      const double* qh[kHeads];
+      V8 l[4], a[4];
+      for (int k = 0; k < 4; ++k) {
+        l[k] = splat8(0);
+        a[k] = splat8(0);
+      }
+      for (int k = 0; k < kHeads; ++k) qh[k] = q + std::min<int64_t>(h0 + k, heads - 1) * n;
+      for (int64_t i = 0; i < body; i += 8) {
+        bool bad = false;
+        const V8 x = load_x<kConv, kType>(rows, base + i, bad);
+        for (int k = 0; k < kHeads; ++k) {
+          const V8 v = load8(qh[k] + i) * x;
+          l[k] += v;
+          a[k] += abs8(v);
+        }
+      }
+      const int64_t live = std::min<int64_t>(kHeads, heads - h0);
+      if (body == n) {
+        double out[8];
+        store8(out, tree8(l[0], l[1], l[2], l[3], a[0], a[1], a[2], a[3]));
+        for (int64_t k = 0; k < live; ++k) {
+          dot[r * heads + h0 + k] = out[k];
+          mag[r * heads + h0 + k] = out[4 + k];
+        }
+        continue;
+      }
+      // A tail: element i to lane i % 8 after the body, then the tree (as dot8_abs).
+      for (int64_t k = 0; k < live; ++k) {
+        double lane[8], lane_abs[8];
+        store8(lane, l[k]);
+        store8(lane_abs, a[k]);
+        for (int64_t i = body; i < n; ++i) {
+          const double v = qh[k][i] * value_at<kType>(rows, base + i);
+          lane[i % 8] += v;
+          lane_abs[i % 8] += std::fabs(v);
+        }
+        dot[r * heads + h0 + k] =
+            ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+        mag[r * heads + h0 + k] = ((lane_abs[0] + lane_abs[1]) + (lane_abs[2] + lane_abs[3])) +
+                                  ((lane_abs[4] + lane_abs[5]) + (lane_abs[6] + lane_abs[7]));
+      }
+    }
+  }
+}
+
+// kHeads heads from h0, columns [c0, c0 + 8 * kVecs): accumulators in registers over all rows.
+template <Conv kConv, RowType kType, int kHeads, int kVecs>
+OPGATE_INLINE void weighted_block(double* acc, int64_t heads, int64_t h0, int64_t c0, const double* p,
+                                  const void* rows, int64_t count, int64_t n, char* nonfinite) {
+  V8 s[kHeads][kVecs];
+  for (int k = 0; k < kHeads; ++k) {
+    for (int v = 0; v < kVecs; ++v) s[k][v] = load8(acc + (h0 + k) * n + c0 + 8 * v);
+  }
+  for (int64_t r = 0; r < count; ++r) {
+    bool bad = false;
+    V8 x[kVecs];
+    for (int v = 0; v < kVecs; ++v) x[v] = load_x<kConv, kType>(rows, r * n + c0 + 8 * v, bad);
+    if (bad && nonfinite != nullptr) nonfinite[r] = 1;
+    for (int k = 0; k < kHeads; ++k) {
+      const V8 pk = splat8(p[r * heads + h0 + k]);
+      for (int v = 0; v < kVecs; ++v) s[k][v] = s[k][v] + pk * x[v];
+    }
+  }
+  for (int k = 0; k < kHeads; ++k) {
+    for (int v = 0; v < kVecs; ++v) store8(acc + (h0 + k) * n + c0 + 8 * v, s[k][v]);
+  }
+}
+
+template <Conv kConv, RowType kType, int kHeads, int kVecs>
+OPGATE_INLINE void weighted_heads(double* acc, int64_t heads, int64_t h0, const double* p, const void* rows,
+                                  int64_t count, int64_t n, char* nonfinite) {
+  const int64_t body = n - n % 8;
+  int64_t c0 = 0;
+  for (; c0 + 8 * kVecs <= body; c0 += 8 * kVecs) {
+    weighted_block<kConv, kType, kHeads, kVecs>(acc, heads, h0, c0, p, rows, count, n, nonfinite);
+  }
+  for (; c0 < body; c0 += 8) weighted_block<kConv, kType, kHeads, 1>(acc, heads, h0, c0, p, rows, count, n, nonfinite);
+  for (int64_t r = 0; r < count; ++r) {
+    for (int64_t i = body; i < n; ++i) {
+      const double x = value_at<kType>(rows, r * n + i);
+      if (nonfinite != nullptr && !std::isfinite(x)) nonfinite[r] = 1;
+      for (int k = 0; k < kHeads; ++k) {
+        double& a = acc[(h0 + k) * n + i];
+        a = a + p[r * heads + h0 + k] * x;
+      }
+    }
+  }
+}
+
+template <Conv kConv, RowType kType, int kHeads, int kVecs>
+OPGATE_INLINE void weighted_vec(double* acc, int64_t heads, const double* p, const void* rows, int64_t count,
+                                int64_t n, char* nonfinite) {
+  int64_t h0 = 0;
+  for (; h0 + kHeads <= heads; h0 += kHeads) {
+    weighted_heads<kConv, kType, kHeads, kVecs>(acc, heads, h0, p, rows, count, n, nonfinite);
+  }
+  for (; h0 < heads; ++h0) weighted_heads<kConv, kType, 1, kVecs>(acc, heads, h0, p, rows, count, n, nonfinite);
+}
+
+// kHeads heads from h0, columns [c0, c0 + 8): dev, wsum and tail in registers over all rows.
+template <Conv kConv, RowType kType, int kHeads>
+OPGATE_INLINE void deviation_block(double* dev, double* wsum, double* tail, const double* c, int64_t heads, int64_t h0,
+                                   int64_t c0, const double* wd, const double* w, const double* f,
+                                   const char* tail_rows, const void* rows, const double* abs_x, int64_t count,
+                                   int64_t n) {
+  V8 e[kHeads], s[kHeads], t[kHeads], ck[kHeads];
+  for (int k = 0; k < kHeads; ++k) {
+    const int64_t o = (h0 + k) * n + c0;
+    e[k] = load8(dev + o);
+    s[k] = load8(wsum + o);
+    t[k] = load8(tail + o);
+    ck[k] = load8(c + o);
+  }
+  for (int64_t r = 0; r < count; ++r) {
+    bool bad = false;
+    const V8 x = load_x<kConv, kType>(rows, r * n + c0, bad);
+    const V8 m = abs_x != nullptr ? load8(abs_x + r * n + c0) : abs8(x);
+    const double* wr = w + r * heads + h0;
+    const double* wdr = wd + r * heads + h0;
+    for (int k = 0; k < kHeads; ++k) {
+      e[k] += splat8(wdr[k]) * abs8(x - ck[k]);
+      s[k] += splat8(wr[k]) * m;
+    }
+    if (tail_rows == nullptr || tail_rows[r] != 0) {
+      const double* fr = f + r * heads + h0;
+      for (int k = 0; k < kHeads; ++k) t[k] += splat8(fr[k]) * m;
+    }
+  }
+  for (int k = 0; k < kHeads; ++k) {
+    const int64_t o = (h0 + k) * n + c0;
+    store8(dev + o, e[k]);
+    store8(wsum + o, s[k]);
+    store8(tail + o, t[k]);
+  }
+}
+
+template <Conv kConv, RowType kType, int kHeads>
+OPGATE_INLINE void deviation_heads(double* dev, double* wsum, double* tail, const double* c, int64_t heads, int64_t h0,
+                                   const double* wd, const double* w, const double* f, const char* tail_rows,
+                                   const void* rows, const double* abs_x, int64_t count, int64_t n) {
+  const int64_t body = n - n % 8;
+  for (int64_t c0 = 0; c0 < body; c0 += 8) {
+    deviation_block<kConv, kType, kHeads>(dev, wsum, tail, c, heads, h0, c0, wd, w, f, tail_rows, rows, abs_x, count,
+                                          n);
+  }
+  for (int64_t r = 0; r < count; ++r) {
+    const bool with_tail = tail_rows == nullptr || tail_rows[r] != 0;
+    for (int64_t i = body; i < n; ++i) {
+      const double x = value_at<kType>(rows, r * n + i);
+      const double m = abs_x != nullptr ? abs_x[r * n + i] : std::fabs(x);
+      for (int k = 0; k < kHeads; ++k) {
+        const int64_t o = (h0 + k) * n + i;
+        const int64_t j = r * heads + h0 + k;
+        dev[o] += wd[j] * std::fabs(x - c[o]);
+        wsum[o] += w[j] * m;
+        if (with_tail) tail[o] += f[j] * m;
+      }
+    }
+  }
+}
+
+template <Conv kConv, RowType kType, int kHeads>
+OPGATE_INLINE void deviation_vec(double* dev, double* wsum, double* tail, const double* c, int64_t heads,
+                                 const double* wd, const double* w, const double* f, const char* tail_rows,
+                                 const void* rows, const double* abs_x, int64_t count, int64_t n) {
+  int64_t h0 = 0;
+  for (; h0 + kHeads <= heads; h0 += kHeads) {
+    deviation_heads<kConv, kType, kHeads>(dev, wsum, tail, c, heads, h0, wd, w, f, tail_rows, rows, abs_x, count, n);
+  }
+  for (; h0 < heads; ++h0) {
+    deviation_heads<kConv, kType, 1>(dev, wsum, tail, c, heads, h0, wd, w, f, tail_rows, rows, abs_x, count, n);
+  }
+}
+
+// One function per path and kernel, dispatching on the row type. Heads and column vectors kept
+// in registers per path (accumulators in about half the register file: 16 xmm, 16 ymm, 32 zmm).
+#define OPGATE_ATTENTION_PATH(suffix, attr, conv, score_heads, pv_heads, pv_vecs, dev_heads)                          \
+  attr void scores_##suffix(const double* q, int64_t heads, const void* rows, RowType type, int64_t count, int64_t n, \
+                            double* dot, double* mag) {                                                              \
+    switch (type) {                                                                                                  \
+      case RowType::kF64: return scores_vec<conv, RowType::kF64, score_heads>(q, heads, rows, count, n, dot, mag);   \
+      case RowType::kF16: return scores_vec<conv, RowType::kF16, score_heads>(q, heads, rows, count, n, dot, mag);   \
+      case RowType::kBF16: return scores_vec<conv, RowType::kBF16, score_heads>(q, heads, rows, count, n, dot, mag); \
+    }                                                                                                                \
+  }                                                                                                                  \
+  attr void weighted_rows_##suffix(double* acc, int64_t heads, const double* p, const void* rows, RowType type,      \
+                                   int64_t count, int64_t n, char* nonfinite) {                                      \
+    switch (type) {                                                                                                  \
+      case RowType::kF64:                                                                                            \
+        return weighted_vec<conv, RowType::kF64, pv_heads, pv_vecs>(acc, heads, p, rows, count, n, nullptr);         \
+      case RowType::kF16:                                                                                            \
+        return weighted_vec<conv, RowType::kF16, pv_heads, pv_vecs>(acc, heads, p, rows, count, n, nonfinite);       \
+      case RowType::kBF16:                                                                                           \
+        return weighted_vec<conv, RowType::kBF16, pv_heads, pv_vecs>(acc, heads, p, rows, count, n, nonfinite);      \
+    }                                                                                                                \
+  }                                                                                                                  \
+  attr void deviation_rows_##suffix(double* dev, double* wsum, double* tail, const double* c, int64_t heads,         \
+                                    const double* wd, const double* w, const double* f, const char* tail_rows,       \
+                                    const void* rows, RowType type, const double* abs_x, int64_t count, int64_t n) { \
+    switch (type) {                                                                                                  \
+      case RowType::kF64:                                                                                            \
+        return deviation_vec<conv, RowType::kF64, dev_heads>(dev, wsum, tail, c, heads, wd, w, f, tail_rows, rows,   \
+                                                             abs_x, count, n);                                       \
+      case RowType::kF16:                                                                                            \
+        return deviation_vec<conv, RowType::kF16, dev_heads>(dev, wsum, tail, c, heads, wd, w, f, tail_rows, rows,   \
+                                                             abs_x, count, n);                                       \
+      case RowType::kBF16:                                                                                           \
+        return deviation_vec<conv, RowType::kBF16, dev_heads>(dev, wsum, tail, c, heads, wd, w, f, tail_rows, rows,  \
+                                                              abs_x, count, n);                                      \
+    }                                                                                                                \
+  }                                                                                                                  \
+  const AttentionKernels kAttention_##suffix = {scores_##suffix, weighted_rows_##suffix, deviation_rows_##suffix};
+
+OPGATE_ATTENTION_PATH(sse2, __attribute__((flatten)), Conv::kTable, 1, 2, 1, 1)
+OPGATE_ATTENTION_PATH(avx2, __attribute__((target("avx2,f16c"), flatten)), Conv::kF16c, 2, 4, 1, 2)
+OPGATE_ATTENTION_PATH(avx512, __attribute__((target("avx512f,avx2,f16c"), flatten)), Conv::kAvx512, 4, 4, 2, 4)
+
+const AttentionKernels kAttention_scalar = {scores_scalar, weighted_rows_scalar, deviation_rows_scalar};
+
+}  // namespace
+
+const AttentionKernels& attention_kernels(Isa isa) {
+  if (!isa_supported(isa)) isa = isa_supported(Isa::kAvx512) ? Isa::kAvx512 : isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kSse2;
+  switch (isa) {
+    case Isa::kScalar: return kAttention_scalar;
+    case Isa::kSse2: return kAttention_sse2;
+    case Isa::kAvx2: return kAttention_avx2;
+    case Isa::kAvx512: return kAttention_avx512;
+  }
+  return kAttention_scalar;
+}
+
+}  // namespace opgate::math
