@@ -100,8 +100,12 @@ OPGATE_INLINE V8 load8(const double* p) {
 }
 OPGATE_INLINE void store8(double* p, V8 v) { std::memcpy(p, &v, sizeof v); }
 OPGATE_INLINE V8 abs8(V8 v) { return reinterpret_cast<V8>(reinterpret_cast<I8>(v) & INT64_MAX); }
-// 1 * a == a for every a (-0 and the infinities included); one broadcast instruction.
-OPGATE_INLINE V8 splat8(double a) { return V8{1, 1, 1, 1, 1, 1, 1, 1} * a; }
+OPGATE_INLINE V8 zero8() { return V8{0, 0, 0, 0, 0, 0, 0, 0}; }
+// a in every lane by a shuffle (no arithmetic, so NaN payloads pass unchanged): one broadcast.
+OPGATE_INLINE V8 bcast8(double a) {
+  const V8 v = {a};
+  return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+}
 
 // How 8 fp16/bf16 values become doubles: the table, F16C (AVX2) or F16C + AVX-512 widening.
 enum class Conv { kTable, kF16c, kAvx512 };
@@ -114,8 +118,7 @@ OPGATE_INLINE bool nonfinite8(const uint16_t* h, bool bf16) {
   return bad;
 }
 
-OPGATE_INLINE V8 table8(const uint16_t* h, bool bf16) {
-  const double* tab = exact_half_values(bf16);
+OPGATE_INLINE V8 table8(const uint16_t* h, const double* tab) {
   return V8{tab[h[0]], tab[h[1]], tab[h[2]], tab[h[3]], tab[h[4]], tab[h[5]], tab[h[6]], tab[h[7]]};
 }
 
@@ -123,12 +126,12 @@ OPGATE_INLINE V8 table8(const uint16_t* h, bool bf16) {
 // NaN blocks take the table (NaN payloads as the scalar path's) and set `bad`. Not always_inline:
 // the generic templates calling it have no target; the path functions are `flatten`, which inlines
 // it there, where the target matches.
-__attribute__((target("avx2,f16c"))) inline void f16c8(const uint16_t* src, bool bf16, bool& bad, double* out) {
+__attribute__((target("avx2,f16c"))) inline void f16c8(const uint16_t* src, bool bf16, const double* tab, bool& bad, double* out) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
   const __m128i limit = _mm_set1_epi16(static_cast<int16_t>(bf16 ? 0x7F7F : 0x7BFF));
   if (__builtin_expect(_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), limit)) != 0, 0)) {
     bad = true;
-    store8(out, table8(src, bf16));
+    store8(out, table8(src, tab));
     return;
   }
   const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
@@ -136,13 +139,13 @@ __attribute__((target("avx2,f16c"))) inline void f16c8(const uint16_t* src, bool
   _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
 }
 
-__attribute__((target("avx512f,avx2,f16c"))) inline void f16c8_512(const uint16_t* src, bool bf16, bool& bad,
-                                                                   double* out) {
+__attribute__((target("avx512f,avx2,f16c"))) inline void f16c8_512(const uint16_t* src, bool bf16, const double* tab,
+                                                                   bool& bad, double* out) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
   const __m128i limit = _mm_set1_epi16(static_cast<int16_t>(bf16 ? 0x7F7F : 0x7BFF));
   if (__builtin_expect(_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), limit)) != 0, 0)) {
     bad = true;
-    store8(out, table8(src, bf16));
+    store8(out, table8(src, tab));
     return;
   }
   const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
@@ -150,8 +153,10 @@ __attribute__((target("avx512f,avx2,f16c"))) inline void f16c8_512(const uint16_
 }
 
 // 8 consecutive elements of the rows, from element index idx, as doubles.
+// tab: the exact values of the row type's bit patterns (looked up once per call, so the loops
+// make no calls and keep their accumulators in registers).
 template <Conv kConv, RowType kType>
-OPGATE_INLINE V8 load_x(const void* rows, int64_t idx, bool& bad) {
+OPGATE_INLINE V8 load_x(const void* rows, int64_t idx, const double* tab, bool& bad) {
   if constexpr (kType == RowType::kF64) {
     return load8(static_cast<const double*>(rows) + idx);
   } else {
@@ -159,13 +164,13 @@ OPGATE_INLINE V8 load_x(const void* rows, int64_t idx, bool& bad) {
     const uint16_t* src = static_cast<const uint16_t*>(rows) + idx;
     if constexpr (kConv == Conv::kTable) {
       bad |= nonfinite8(src, kBf16);
-      return table8(src, kBf16);
+      return table8(src, tab);
     } else {
       double out[8];
       if constexpr (kConv == Conv::kF16c) {
-        f16c8(src, kBf16, bad, out);
+        f16c8(src, kBf16, tab, bad, out);
       } else {
-        f16c8_512(src, kBf16, bad, out);
+        f16c8_512(src, kBf16, tab, bad, out);
       }
       return load8(out);
     }
@@ -173,9 +178,14 @@ OPGATE_INLINE V8 load_x(const void* rows, int64_t idx, bool& bad) {
 }
 
 template <RowType kType>
-OPGATE_INLINE double value_at(const void* rows, int64_t idx) {
+OPGATE_INLINE double value_at(const void* rows, int64_t idx, const double* tab) {
   if constexpr (kType == RowType::kF64) return static_cast<const double*>(rows)[idx];
-  return exact_half_values(kType == RowType::kBF16)[static_cast<const uint16_t*>(rows)[idx]];
+  return tab[static_cast<const uint16_t*>(rows)[idx]];
+}
+
+template <RowType kType>
+const double* table_of() {
+  return kType == RowType::kF64 ? nullptr : exact_half_values(kType == RowType::kBF16);
 }
 
 // Lane j of the result is the tree ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)) of input j's
@@ -202,6 +212,7 @@ OPGATE_INLINE V8 tree8(V8 a, V8 b, V8 c, V8 d, V8 e, V8 f, V8 g, V8 h) {
 template <Conv kConv, RowType kType, int kHeads>
 OPGATE_INLINE void scores_vec(const double* q, int64_t heads, const void* rows, int64_t count, int64_t n, double* dot,
                               double* mag) {
+  const double* tab = table_of<kType>();
   static_assert(kHeads >= 1 && kHeads <= 4);
   const int64_t body = n - n % 8;
   for (int64_t r = 0; r < count; ++r) {
@@ -210,13 +221,13 @@ OPGATE_INLINE void scores_vec(const double* q, int64_t heads, const void* rows, 
       const double* qh[kHeads];
       V8 l[4], a[4];
       for (int k = 0; k < 4; ++k) {
-        l[k] = splat8(0);
-        a[k] = splat8(0);
+        l[k] = zero8();
+        a[k] = zero8();
       }
       for (int k = 0; k < kHeads; ++k) qh[k] = q + std::min<int64_t>(h0 + k, heads - 1) * n;
       for (int64_t i = 0; i < body; i += 8) {
         bool bad = false;
-        const V8 x = load_x<kConv, kType>(rows, base + i, bad);
+        const V8 x = load_x<kConv, kType>(rows, base + i, tab, bad);
         for (int k = 0; k < kHeads; ++k) {
           const V8 v = load8(qh[k] + i) * x;
           l[k] += v;
@@ -234,12 +245,13 @@ OPGATE_INLINE void scores_vec(const double* q, int64_t heads, const void* rows, 
         continue;
       }
       // A tail: element i to lane i % 8 after the body, then the tree (as dot8_abs).
-      for (int64_t k = 0; k < live; ++k) {
+      for (int k = 0; k < kHeads; ++k) {  // constant k: l and a stay in registers
+        if (k >= live) break;
         double lane[8], lane_abs[8];
         store8(lane, l[k]);
         store8(lane_abs, a[k]);
         for (int64_t i = body; i < n; ++i) {
-          const double v = qh[k][i] * value_at<kType>(rows, base + i);
+          const double v = qh[k][i] * value_at<kType>(rows, base + i, tab);
           lane[i % 8] += v;
           lane_abs[i % 8] += std::fabs(v);
         }
@@ -256,6 +268,7 @@ OPGATE_INLINE void scores_vec(const double* q, int64_t heads, const void* rows, 
 template <Conv kConv, RowType kType, int kHeads, int kVecs>
 OPGATE_INLINE void weighted_block(double* acc, int64_t heads, int64_t h0, int64_t c0, const double* p,
                                   const void* rows, int64_t count, int64_t n, char* nonfinite) {
+  const double* tab = table_of<kType>();
   V8 s[kHeads][kVecs];
   for (int k = 0; k < kHeads; ++k) {
     for (int v = 0; v < kVecs; ++v) s[k][v] = load8(acc + (h0 + k) * n + c0 + 8 * v);
@@ -263,10 +276,10 @@ OPGATE_INLINE void weighted_block(double* acc, int64_t heads, int64_t h0, int64_
   for (int64_t r = 0; r < count; ++r) {
     bool bad = false;
     V8 x[kVecs];
-    for (int v = 0; v < kVecs; ++v) x[v] = load_x<kConv, kType>(rows, r * n + c0 + 8 * v, bad);
+    for (int v = 0; v < kVecs; ++v) x[v] = load_x<kConv, kType>(rows, r * n + c0 + 8 * v, tab, bad);
     if (bad && nonfinite != nullptr) nonfinite[r] = 1;
     for (int k = 0; k < kHeads; ++k) {
-      const V8 pk = splat8(p[r * heads + h0 + k]);
+      const V8 pk = bcast8(p[r * heads + h0 + k]);
       for (int v = 0; v < kVecs; ++v) s[k][v] = s[k][v] + pk * x[v];
     }
   }
@@ -278,6 +291,7 @@ OPGATE_INLINE void weighted_block(double* acc, int64_t heads, int64_t h0, int64_
 template <Conv kConv, RowType kType, int kHeads, int kVecs>
 OPGATE_INLINE void weighted_heads(double* acc, int64_t heads, int64_t h0, const double* p, const void* rows,
                                   int64_t count, int64_t n, char* nonfinite) {
+  const double* tab = table_of<kType>();
   const int64_t body = n - n % 8;
   int64_t c0 = 0;
   for (; c0 + 8 * kVecs <= body; c0 += 8 * kVecs) {
@@ -286,7 +300,7 @@ OPGATE_INLINE void weighted_heads(double* acc, int64_t heads, int64_t h0, const 
   for (; c0 < body; c0 += 8) weighted_block<kConv, kType, kHeads, 1>(acc, heads, h0, c0, p, rows, count, n, nonfinite);
   for (int64_t r = 0; r < count; ++r) {
     for (int64_t i = body; i < n; ++i) {
-      const double x = value_at<kType>(rows, r * n + i);
+      const double x = value_at<kType>(rows, r * n + i, tab);
       if (nonfinite != nullptr && !std::isfinite(x)) nonfinite[r] = 1;
       for (int k = 0; k < kHeads; ++k) {
         double& a = acc[(h0 + k) * n + i];
@@ -312,6 +326,7 @@ OPGATE_INLINE void deviation_block(double* dev, double* wsum, double* tail, cons
                                    int64_t c0, const double* wd, const double* w, const double* f,
                                    const char* tail_rows, const void* rows, const double* abs_x, int64_t count,
                                    int64_t n) {
+  const double* tab = table_of<kType>();
   V8 e[kHeads], s[kHeads], t[kHeads], ck[kHeads];
   for (int k = 0; k < kHeads; ++k) {
     const int64_t o = (h0 + k) * n + c0;
@@ -322,17 +337,17 @@ OPGATE_INLINE void deviation_block(double* dev, double* wsum, double* tail, cons
   }
   for (int64_t r = 0; r < count; ++r) {
     bool bad = false;
-    const V8 x = load_x<kConv, kType>(rows, r * n + c0, bad);
+    const V8 x = load_x<kConv, kType>(rows, r * n + c0, tab, bad);
     const V8 m = abs_x != nullptr ? load8(abs_x + r * n + c0) : abs8(x);
     const double* wr = w + r * heads + h0;
     const double* wdr = wd + r * heads + h0;
     for (int k = 0; k < kHeads; ++k) {
-      e[k] += splat8(wdr[k]) * abs8(x - ck[k]);
-      s[k] += splat8(wr[k]) * m;
+      e[k] += bcast8(wdr[k]) * abs8(x - ck[k]);
+      s[k] += bcast8(wr[k]) * m;
     }
     if (tail_rows == nullptr || tail_rows[r] != 0) {
       const double* fr = f + r * heads + h0;
-      for (int k = 0; k < kHeads; ++k) t[k] += splat8(fr[k]) * m;
+      for (int k = 0; k < kHeads; ++k) t[k] += bcast8(fr[k]) * m;
     }
   }
   for (int k = 0; k < kHeads; ++k) {
@@ -347,6 +362,7 @@ template <Conv kConv, RowType kType, int kHeads>
 OPGATE_INLINE void deviation_heads(double* dev, double* wsum, double* tail, const double* c, int64_t heads, int64_t h0,
                                    const double* wd, const double* w, const double* f, const char* tail_rows,
                                    const void* rows, const double* abs_x, int64_t count, int64_t n) {
+  const double* tab = table_of<kType>();
   const int64_t body = n - n % 8;
   for (int64_t c0 = 0; c0 < body; c0 += 8) {
     deviation_block<kConv, kType, kHeads>(dev, wsum, tail, c, heads, h0, c0, wd, w, f, tail_rows, rows, abs_x, count,
@@ -355,7 +371,7 @@ OPGATE_INLINE void deviation_heads(double* dev, double* wsum, double* tail, cons
   for (int64_t r = 0; r < count; ++r) {
     const bool with_tail = tail_rows == nullptr || tail_rows[r] != 0;
     for (int64_t i = body; i < n; ++i) {
-      const double x = value_at<kType>(rows, r * n + i);
+      const double x = value_at<kType>(rows, r * n + i, tab);
       const double m = abs_x != nullptr ? abs_x[r * n + i] : std::fabs(x);
       for (int k = 0; k < kHeads; ++k) {
         const int64_t o = (h0 + k) * n + i;
