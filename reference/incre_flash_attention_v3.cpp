@@ -180,6 +180,20 @@ struct Head {
   std::vector<double> score, sigma, msd, prob, delta;
 };
 
+// The buffers of one (batch, KV head) job, kept per thread across the jobs of a call: fresh
+// buffers of this size (L doubles per head and quantity) would page-fault on every job.
+struct Workspace {
+  std::vector<Head> heads;
+  std::vector<char> masked, nonfinite, tail_rows;
+  std::vector<double> dot, mag, o, cond, weighted, tail, pw, wdw, ww, fw;
+  Tile tile;
+};
+
+Workspace& workspace() {
+  thread_local Workspace ws;
+  return ws;
+}
+
 // Dot products of the group's query heads with every key row (8-lane fixed order, shared_simd.h)
 // give the scores, their magnitudes and the row maximum.
 void score_pass(const Shared& s, int64_t b, int64_t n2, int64_t len, double eps_msd, std::vector<Head>& heads,
@@ -189,9 +203,13 @@ void score_pass(const Shared& s, int64_t b, int64_t n2, int64_t len, double eps_
   const math::AttentionKernels& kn = math::attention_kernels();
   const double* q = s.q.data() + (b * s.n + n2 * s.g) * s.d;
   const size_t gs = static_cast<size_t>(s.g);
-  std::vector<double> dot(static_cast<size_t>(kTile) * gs), mag(dot.size());
+  Workspace& ws = workspace();
+  std::vector<double>& dot = ws.dot;
+  std::vector<double>& mag = ws.mag;
+  dot.resize(static_cast<size_t>(kTile) * gs);
+  mag.resize(dot.size());
   const int64_t pb = p.pse_batch == p.batch ? b : 0;
-  Tile tile;
+  Tile& tile = ws.tile;
   for (int64_t t0 = 0; t0 < len; t0 += kTile) {
     const int64_t count = std::min(kTile, len - t0);
     load_tile(s, b, n2, t0, count, true, tile);
@@ -240,9 +258,15 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
   const auto D = static_cast<size_t>(dd);
   const auto G = static_cast<size_t>(s.g);
 
-  std::vector<Head> heads(G);
+  Workspace& ws = workspace();
+  std::vector<Head>& heads = ws.heads;
+  heads.resize(G);
   for (int64_t g = 0; g < s.g; ++g) {
     Head& h = heads[static_cast<size_t>(g)];
+    h.dropped = 0;
+    h.amax = 0;
+    h.m = -INFINITY;
+    h.l = 0;
     h.q = s.q.data() + (b * s.n + n2 * s.g + g) * dd;
     for (int64_t d = 0; d < dd; ++d) {
       const size_t c = row0 + static_cast<size_t>(d);
@@ -253,7 +277,8 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
     h.dropped = std::fabs(s.scale * h.dropped);
     for (auto* v : {&h.score, &h.sigma, &h.msd, &h.prob, &h.delta}) v->assign(L, 0.0);
   }
-  std::vector<char> masked(L, 0);
+  std::vector<char>& masked = ws.masked;
+  masked.assign(L, 0);
   score_pass(s, b, n2, len, eps_msd, heads, masked);
   for (Head& h : heads) {
     for (size_t t = 0; t < L; ++t) {
@@ -266,12 +291,16 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
     }
   }
   // Per head g (row g of G x D): o_d = sum_t p_t v_td in order of t (one sum per column d), then / l.
-  std::vector<double> o(G * D, 0.0), cond(o.size(), 0.0), weighted(o.size(), 0.0), tail(o.size(), 0.0);
-  std::vector<double> pw(static_cast<size_t>(kTile) * G), wdw(pw.size()), ww(pw.size()), fw(pw.size());
+  std::vector<double>&o = ws.o, &cond = ws.cond, &weighted = ws.weighted, &tail = ws.tail;
+  for (auto* v : {&o, &cond, &weighted, &tail}) v->assign(G * D, 0.0);
+  std::vector<double>&pw = ws.pw, &wdw = ws.wdw, &ww = ws.ww, &fw = ws.fw;
+  for (auto* v : {&pw, &wdw, &ww, &fw}) v->resize(static_cast<size_t>(kTile) * G);
   // Rows holding an Inf or NaN value (fp16/bf16 KV, found by the PV pass): their tail terms f * |v|
   // are never skipped, since 0 * Inf is NaN.
-  std::vector<char> nonfinite(L, 0), tail_rows(static_cast<size_t>(kTile), 1);
-  Tile tile;
+  std::vector<char>&nonfinite = ws.nonfinite, &tail_rows = ws.tail_rows;
+  nonfinite.assign(L, 0);
+  tail_rows.assign(static_cast<size_t>(kTile), 1);
+  Tile& tile = ws.tile;
   for (int64_t t0 = 0; t0 < len; t0 += kTile) {
     const int64_t count = std::min(kTile, len - t0);
     load_tile(s, b, n2, t0, count, false, tile);
@@ -355,6 +384,7 @@ RefOutputs reference(const Params& p, const TensorMap& in) {
   s.expected = expected.ptr<double>();
   s.magnitude = magnitude.ptr<double>();
   math::parallel_for(p.batch * s.n2, [&](int64_t job) { compute_group(s, job / s.n2, job % s.n2); });
+  workspace() = Workspace{};  // the calling thread's buffers (the workers' end with them)
   RefOutputs out;
   out.expected["attentionOut"] = std::move(expected);
   out.magnitude["attentionOut"] = std::move(magnitude);
