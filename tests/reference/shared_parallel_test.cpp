@@ -106,19 +106,25 @@ void expect_independent_of_threads_and_isa(const std::function<RefOutputs()>& re
 
 TEST(SharedParallel, IncreFlashAttentionIsBitIdenticalAcrossThreadsAndIsa) {
   namespace ifa = cases::incre_flash_attention_v3;
-  // fp16 paged GQA with mask and pse (D = 36: a lane tail), int8 KV with per-channel offsets, and
-  // lengths that leave a partial 64-row tile and an empty row.
-  for (int variant = 0; variant < 2; ++variant) {
+  // fp16 paged GQA with mask and pse (D = 36: a lane tail), int8 KV with per-channel offsets, bf16
+  // KV with G = 5 (a head-block remainder on every path) on adversarial data, and fp16 with G = 1
+  // on exact data (scores far apart: tiny P, so the tail terms of every row count); lengths that
+  // leave a partial 64-row tile and an empty row.
+  const char* names[] = {"ifa fp16 paged", "ifa int8 kv", "ifa bf16 G=5 adversarial", "ifa fp16 G=1 exact"};
+  for (int variant = 0; variant < 4; ++variant) {
     ifa::Builder b;
     b.batch(3).heads(8, 2).head_dim(36).layout("BNSD").lengths({700, 0, 333});
+    FillMode mode = FillMode::kRealistic;
     if (variant == 0) b.dtype(DType::kF16).paged(64, true).mask().pse();
     if (variant == 1) b.dtype(DType::kBF16).kv_dtype(DType::kI8).seq(700).antiquant("per-channel", true);
+    if (variant == 2) b.dtype(DType::kBF16).heads(10, 2).head_dim(128).seq(700).mask(), mode = FillMode::kAdversarial;
+    if (variant == 3) b.dtype(DType::kF16).heads(3, 3).head_dim(64).seq(700).pse(), mode = FillMode::kExact;
     const auto pk = b.build();
-    const auto in = ifa::fill(pk.first, pk.second, ref::incre_flash_attention_v3::specs(pk.first),
-                              FillMode::kRealistic, 7 + static_cast<uint64_t>(variant));
+    const auto in = ifa::fill(pk.first, pk.second, ref::incre_flash_attention_v3::specs(pk.first), mode,
+                              7 + static_cast<uint64_t>(variant));
     ASSERT_TRUE(in.has_value()) << in.status().message();
     expect_independent_of_threads_and_isa([&] { return ref::incre_flash_attention_v3::reference(pk.first, in.value()); },
-                                          variant == 0 ? "ifa fp16 paged" : "ifa int8 kv");
+                                          names[variant]);
   }
 }
 
