@@ -107,8 +107,22 @@ OPGATE_INLINE V8 bcast8(double a) {
   return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
-// How 8 fp16/bf16 values become doubles: the table, F16C (AVX2) or F16C + AVX-512 widening.
-enum class Conv { kTable, kF16c, kAvx512 };
+// How 8 fp16/bf16 values become doubles: the table, F16C (AVX2) or F16C + AVX-512 widening; the
+// *Clean variants skip the per-block Inf/NaN test, for calls whose rows were found all finite.
+enum class Conv { kTable, kF16c, kAvx512, kTableClean, kF16cClean, kAvx512Clean };
+constexpr Conv clean_of(Conv c) {
+  return c == Conv::kTable ? Conv::kTableClean : (c == Conv::kF16c ? Conv::kF16cClean : Conv::kAvx512Clean);
+}
+constexpr bool is_clean(Conv c) { return c == Conv::kTableClean || c == Conv::kF16cClean || c == Conv::kAvx512Clean; }
+
+// Whether count fp16/bf16 patterns are all finite (one pass, vectorised by the compiler).
+OPGATE_INLINE bool all_finite(const void* rows, int64_t count, bool bf16) {
+  const auto* h = static_cast<const uint16_t*>(rows);
+  const uint16_t inf = bf16 ? 0x7F80 : 0x7C00;
+  uint16_t bad = 0;
+  for (int64_t i = 0; i < count; ++i) bad |= static_cast<uint16_t>((h[i] & 0x7FFF) >= inf);
+  return bad == 0;
+}
 
 // An Inf or NaN pattern among 8 halves ((bits & 0x7FFF) at or above the infinity's).
 OPGATE_INLINE bool nonfinite8(const uint16_t* h, bool bf16) {
@@ -126,7 +140,8 @@ OPGATE_INLINE V8 table8(const uint16_t* h, const double* tab) {
 // NaN blocks take the table (NaN payloads as the scalar path's) and set `bad`. Not always_inline:
 // the generic templates calling it have no target; the path functions are `flatten`, which inlines
 // it there, where the target matches.
-__attribute__((target("avx2,f16c"))) inline void f16c8(const uint16_t* src, bool bf16, const double* tab, bool& bad, double* out) {
+__attribute__((target("avx2,f16c"))) inline void f16c8(const uint16_t* src, bool bf16, const double* tab, bool& bad,
+                                                       double* out) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
   const __m128i limit = _mm_set1_epi16(static_cast<int16_t>(bf16 ? 0x7F7F : 0x7BFF));
   if (__builtin_expect(_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), limit)) != 0, 0)) {
@@ -152,6 +167,20 @@ __attribute__((target("avx512f,avx2,f16c"))) inline void f16c8_512(const uint16_
   _mm512_storeu_pd(out, _mm512_maskz_cvtps_pd(0xFF, f));
 }
 
+// The same without the Inf/NaN test (finite rows: F16C and the shift are exact there).
+__attribute__((target("avx2,f16c"))) inline void f16c8_raw(const uint16_t* src, bool bf16, double* out) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+  const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
+  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
+  _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
+}
+
+__attribute__((target("avx512f,avx2,f16c"))) inline void f16c8_512_raw(const uint16_t* src, bool bf16, double* out) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+  const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
+  _mm512_storeu_pd(out, _mm512_maskz_cvtps_pd(0xFF, f));
+}
+
 // 8 consecutive elements of the rows, from element index idx, as doubles.
 // tab: the exact values of the row type's bit patterns (looked up once per call, so the loops
 // make no calls and keep their accumulators in registers).
@@ -162,15 +191,19 @@ OPGATE_INLINE V8 load_x(const void* rows, int64_t idx, const double* tab, bool& 
   } else {
     constexpr bool kBf16 = kType == RowType::kBF16;
     const uint16_t* src = static_cast<const uint16_t*>(rows) + idx;
-    if constexpr (kConv == Conv::kTable) {
-      bad |= nonfinite8(src, kBf16);
+    if constexpr (kConv == Conv::kTable || kConv == Conv::kTableClean) {
+      if constexpr (kConv == Conv::kTable) bad |= nonfinite8(src, kBf16);
       return table8(src, tab);
     } else {
       double out[8];
       if constexpr (kConv == Conv::kF16c) {
         f16c8(src, kBf16, tab, bad, out);
-      } else {
+      } else if constexpr (kConv == Conv::kAvx512) {
         f16c8_512(src, kBf16, tab, bad, out);
+      } else if constexpr (kConv == Conv::kF16cClean) {
+        f16c8_raw(src, kBf16, out);
+      } else {
+        f16c8_512_raw(src, kBf16, out);
       }
       return load8(out);
     }
@@ -397,26 +430,60 @@ OPGATE_INLINE void deviation_vec(double* dev, double* wsum, double* tail, const 
   }
 }
 
-// One function per path and kernel, dispatching on the row type. Heads and column vectors kept
+// One function per path and kernel, dispatching on the row type and, for fp16/bf16 rows, on
+// whether the call's rows are all finite (then no per-block test). Heads and column vectors kept
 // in registers per path (accumulators in about half the register file: 16 xmm, 16 ymm, 32 zmm).
+#define OPGATE_ATTENTION_HALVES(call, conv, rows, count, bf16, type, ...) \
+  do {                                                                   \
+    if (all_finite(rows, count, bf16)) {                                 \
+      call<clean_of(conv), type>(__VA_ARGS__);                           \
+    } else {                                                             \
+      call<conv, type>(__VA_ARGS__);                                     \
+    }                                                                    \
+  } while (false)
 #define OPGATE_ATTENTION_PATH(suffix, attr, conv, score_heads, pv_heads, pv_vecs, dev_heads)                          \
+  template <Conv kConv, RowType kType>                                                                               \
+  OPGATE_INLINE void scores_t_##suffix(const double* q, int64_t heads, const void* rows, int64_t count, int64_t n,    \
+                                       double* dot, double* mag) {                                                   \
+    scores_vec<kConv, kType, score_heads>(q, heads, rows, count, n, dot, mag);                                       \
+  }                                                                                                                  \
+  template <Conv kConv, RowType kType>                                                                               \
+  OPGATE_INLINE void weighted_t_##suffix(double* acc, int64_t heads, const double* p, const void* rows, int64_t count, \
+                                         int64_t n, char* nonfinite) {                                               \
+    weighted_vec<kConv, kType, pv_heads, pv_vecs>(acc, heads, p, rows, count, n, nonfinite);                         \
+  }                                                                                                                  \
+  template <Conv kConv, RowType kType>                                                                               \
+  OPGATE_INLINE void deviation_t_##suffix(double* dev, double* wsum, double* tail, const double* c, int64_t heads,    \
+                                          const double* wd, const double* w, const double* f, const char* tail_rows, \
+                                          const void* rows, const double* abs_x, int64_t count, int64_t n) {         \
+    deviation_vec<kConv, kType, dev_heads>(dev, wsum, tail, c, heads, wd, w, f, tail_rows, rows, abs_x, count, n);   \
+  }                                                                                                                  \
   attr void scores_##suffix(const double* q, int64_t heads, const void* rows, RowType type, int64_t count, int64_t n, \
                             double* dot, double* mag) {                                                              \
     switch (type) {                                                                                                  \
-      case RowType::kF64: return scores_vec<conv, RowType::kF64, score_heads>(q, heads, rows, count, n, dot, mag);   \
-      case RowType::kF16: return scores_vec<conv, RowType::kF16, score_heads>(q, heads, rows, count, n, dot, mag);   \
-      case RowType::kBF16: return scores_vec<conv, RowType::kBF16, score_heads>(q, heads, rows, count, n, dot, mag); \
+      case RowType::kF64: return scores_t_##suffix<conv, RowType::kF64>(q, heads, rows, count, n, dot, mag);         \
+      case RowType::kF16:                                                                                            \
+        OPGATE_ATTENTION_HALVES(scores_t_##suffix, conv, rows, count * n, false, RowType::kF16,                      \
+                                q, heads, rows, count, n, dot, mag);                                                 \
+        return;                                                                                                      \
+      case RowType::kBF16:                                                                                           \
+        OPGATE_ATTENTION_HALVES(scores_t_##suffix, conv, rows, count * n, true, RowType::kBF16,                      \
+                                q, heads, rows, count, n, dot, mag);                                                 \
+        return;                                                                                                      \
     }                                                                                                                \
   }                                                                                                                  \
   attr void weighted_rows_##suffix(double* acc, int64_t heads, const double* p, const void* rows, RowType type,      \
                                    int64_t count, int64_t n, char* nonfinite) {                                      \
     switch (type) {                                                                                                  \
-      case RowType::kF64:                                                                                            \
-        return weighted_vec<conv, RowType::kF64, pv_heads, pv_vecs>(acc, heads, p, rows, count, n, nullptr);         \
+      case RowType::kF64: return weighted_t_##suffix<conv, RowType::kF64>(acc, heads, p, rows, count, n, nullptr);   \
       case RowType::kF16:                                                                                            \
-        return weighted_vec<conv, RowType::kF16, pv_heads, pv_vecs>(acc, heads, p, rows, count, n, nonfinite);       \
+        OPGATE_ATTENTION_HALVES(weighted_t_##suffix, conv, rows, count * n, false, RowType::kF16,                    \
+                                acc, heads, p, rows, count, n, nonfinite);                                           \
+        return;                                                                                                      \
       case RowType::kBF16:                                                                                           \
-        return weighted_vec<conv, RowType::kBF16, pv_heads, pv_vecs>(acc, heads, p, rows, count, n, nonfinite);      \
+        OPGATE_ATTENTION_HALVES(weighted_t_##suffix, conv, rows, count * n, true, RowType::kBF16,                    \
+                                acc, heads, p, rows, count, n, nonfinite);                                           \
+        return;                                                                                                      \
     }                                                                                                                \
   }                                                                                                                  \
   attr void deviation_rows_##suffix(double* dev, double* wsum, double* tail, const double* c, int64_t heads,         \
@@ -424,14 +491,16 @@ OPGATE_INLINE void deviation_vec(double* dev, double* wsum, double* tail, const 
                                     const void* rows, RowType type, const double* abs_x, int64_t count, int64_t n) { \
     switch (type) {                                                                                                  \
       case RowType::kF64:                                                                                            \
-        return deviation_vec<conv, RowType::kF64, dev_heads>(dev, wsum, tail, c, heads, wd, w, f, tail_rows, rows,   \
-                                                             abs_x, count, n);                                       \
+        return deviation_t_##suffix<conv, RowType::kF64>(dev, wsum, tail, c, heads, wd, w, f, tail_rows, rows,       \
+                                                          abs_x, count, n);                                          \
       case RowType::kF16:                                                                                            \
-        return deviation_vec<conv, RowType::kF16, dev_heads>(dev, wsum, tail, c, heads, wd, w, f, tail_rows, rows,   \
-                                                             abs_x, count, n);                                       \
+        OPGATE_ATTENTION_HALVES(deviation_t_##suffix, conv, rows, count * n, false, RowType::kF16,                   \
+                                dev, wsum, tail, c, heads, wd, w, f, tail_rows, rows, abs_x, count, n);              \
+        return;                                                                                                      \
       case RowType::kBF16:                                                                                           \
-        return deviation_vec<conv, RowType::kBF16, dev_heads>(dev, wsum, tail, c, heads, wd, w, f, tail_rows, rows,  \
-                                                              abs_x, count, n);                                      \
+        OPGATE_ATTENTION_HALVES(deviation_t_##suffix, conv, rows, count * n, true, RowType::kBF16,                   \
+                                dev, wsum, tail, c, heads, wd, w, f, tail_rows, rows, abs_x, count, n);              \
+        return;                                                                                                      \
     }                                                                                                                \
   }                                                                                                                  \
   const AttentionKernels kAttention_##suffix = {scores_##suffix, weighted_rows_##suffix, deviation_rows_##suffix};
@@ -445,7 +514,9 @@ const AttentionKernels kAttention_scalar = {scores_scalar, weighted_rows_scalar,
 }  // namespace
 
 const AttentionKernels& attention_kernels(Isa isa) {
-  if (!isa_supported(isa)) isa = isa_supported(Isa::kAvx512) ? Isa::kAvx512 : isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kSse2;
+  if (!isa_supported(isa)) {
+    isa = isa_supported(Isa::kAvx512) ? Isa::kAvx512 : (isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kSse2);
+  }
   switch (isa) {
     case Isa::kScalar: return kAttention_scalar;
     case Isa::kSse2: return kAttention_sse2;
