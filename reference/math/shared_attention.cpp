@@ -1,6 +1,7 @@
-// The kernels of shared_attention.h: one plain scalar formulation, and one vector formulation (GCC
-// vector extensions, 8 doubles) compiled into SSE2, AVX2 and AVX-512 functions by target
-// attributes, templated on the row type and on how many heads / column vectors stay in registers.
+// The kernels of shared_attention.h. Scalar, SSE2 and AVX2: shared_simd.h's kernels of that path
+// applied row by row to a converted tile. AVX-512: register-blocked kernels (GCC vector
+// extensions, 8 doubles = one zmm) that read fp16/bf16 rows in place, templated on the row type
+// and on how many heads / column vectors stay in registers.
 #include "reference/math/shared_attention.h"
 
 #include <immintrin.h>
@@ -16,75 +17,70 @@
 namespace opgate::math {
 namespace {
 
-// ---- scalar formulation -------------------------------------------------------------------------
+// ---- scalar, SSE2 and AVX2: shared_simd.h's kernels row by row ----------------------------------
+// The rows converted to a double tile (shared_simd's exact halves_to_double), then dot8_abs,
+// scaled_add and deviation_add of that path per row and head: by definition the same bits. (GCC
+// lowers 8-double vectors held across a loop poorly where they are not one register, so the
+// register-blocked kernels below are compiled for AVX-512 only.)
 
-// Row r (n elements) as exact doubles.
-void row_values(const void* rows, RowType type, int64_t r, int64_t n, std::vector<double>& out) {
-  out.resize(static_cast<size_t>(n));
-  if (type == RowType::kF64) {
-    std::copy_n(static_cast<const double*>(rows) + r * n, n, out.begin());
-    return;
-  }
-  const double* tab = exact_half_values(type == RowType::kBF16);
-  const uint16_t* src = static_cast<const uint16_t*>(rows) + r * n;
-  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = tab[src[i]];
+const double* tile_of(const Kernels& k, const void* rows, RowType type, int64_t elements, std::vector<double>& buf) {
+  if (type == RowType::kF64) return static_cast<const double*>(rows);
+  buf.resize(static_cast<size_t>(elements));
+  k.halves_to_double(static_cast<const uint16_t*>(rows), elements, type == RowType::kBF16, buf.data());
+  return buf.data();
 }
 
-void scores_scalar(const double* q, int64_t heads, const void* rows, RowType type, int64_t count, int64_t n,
-                   double* dot, double* mag) {
-  std::vector<double> x;
+template <Isa kIsa>
+void scores_tiled(const double* q, int64_t heads, const void* rows, RowType type, int64_t count, int64_t n,
+                  double* dot, double* mag) {
+  const Kernels& k = kernels(kIsa);
+  thread_local std::vector<double> buf;  // one tile per thread, reused
+  const double* x = tile_of(k, rows, type, count * n, buf);
+  for (int64_t r = 0; r < count; ++r) k.dot8_abs(q, heads, x + r * n, n, dot + r * heads, mag + r * heads);
+}
+
+template <Isa kIsa>
+void weighted_rows_tiled(double* acc, int64_t heads, const double* p, const void* rows, RowType type, int64_t count,
+                         int64_t n, char* nonfinite) {
+  const Kernels& k = kernels(kIsa);
+  thread_local std::vector<double> buf;  // one tile per thread, reused
+  const double* x = tile_of(k, rows, type, count * n, buf);
   for (int64_t r = 0; r < count; ++r) {
-    row_values(rows, type, r, n, x);
-    for (int64_t h = 0; h < heads; ++h) {
-      double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      double lane_abs[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const double* xr = x + r * n;
+    if (nonfinite != nullptr) {
       for (int64_t i = 0; i < n; ++i) {
-        const double v = q[h * n + i] * x[static_cast<size_t>(i)];
-        lane[i % 8] += v;
-        lane_abs[i % 8] += std::fabs(v);
-      }
-      dot[r * heads + h] = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-      mag[r * heads + h] = ((lane_abs[0] + lane_abs[1]) + (lane_abs[2] + lane_abs[3])) +
-                           ((lane_abs[4] + lane_abs[5]) + (lane_abs[6] + lane_abs[7]));
-    }
-  }
-}
-
-void weighted_rows_scalar(double* acc, int64_t heads, const double* p, const void* rows, RowType type, int64_t count,
-                          int64_t n, char* nonfinite) {
-  std::vector<double> x;
-  for (int64_t r = 0; r < count; ++r) {
-    row_values(rows, type, r, n, x);
-    for (int64_t i = 0; i < n; ++i) {
-      if (nonfinite != nullptr && !std::isfinite(x[static_cast<size_t>(i)])) nonfinite[r] = 1;
-    }
-    for (int64_t h = 0; h < heads; ++h) {
-      const double a = p[r * heads + h];
-      double* ah = acc + h * n;
-      for (int64_t i = 0; i < n; ++i) ah[i] = ah[i] + a * x[static_cast<size_t>(i)];
-    }
-  }
-}
-
-void deviation_rows_scalar(double* dev, double* wsum, double* tail, const double* c, int64_t heads, const double* wd,
-                           const double* w, const double* f, const char* tail_rows, const void* rows, RowType type,
-                           const double* abs_x, int64_t count, int64_t n) {
-  std::vector<double> x;
-  for (int64_t r = 0; r < count; ++r) {
-    const bool with_tail = tail_rows == nullptr || tail_rows[r] != 0;
-    row_values(rows, type, r, n, x);
-    for (int64_t h = 0; h < heads; ++h) {
-      const int64_t k = r * heads + h;
-      for (int64_t i = 0; i < n; ++i) {
-        const double xi = x[static_cast<size_t>(i)];
-        const double m = abs_x != nullptr ? abs_x[r * n + i] : std::fabs(xi);
-        dev[h * n + i] += wd[k] * std::fabs(xi - c[h * n + i]);
-        wsum[h * n + i] += w[k] * m;
-        if (with_tail) tail[h * n + i] += f[k] * m;
+        if (!std::isfinite(xr[i])) nonfinite[r] = 1;
       }
     }
+    for (int64_t h = 0; h < heads; ++h) k.scaled_add(acc + h * n, p[r * heads + h], xr, n);
   }
 }
+
+// Rows left out of tail_rows add f * m = +0 to the tail here, which leaves it unchanged.
+template <Isa kIsa>
+void deviation_rows_tiled(double* dev, double* wsum, double* tail, const double* c, int64_t heads, const double* wd,
+                          const double* w, const double* f, const char* /*tail_rows*/, const void* rows, RowType type,
+                          const double* abs_x, int64_t count, int64_t n) {
+  const Kernels& k = kernels(kIsa);
+  thread_local std::vector<double> buf;  // one tile per thread, reused
+  const double* x = tile_of(k, rows, type, count * n, buf);
+  for (int64_t r = 0; r < count; ++r) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t j = r * heads + h;
+      k.deviation_add(dev + h * n, wsum + h * n, tail + h * n, x + r * n, c + h * n,
+                      abs_x != nullptr ? abs_x + r * n : nullptr, wd[j], w[j], f[j], n);
+    }
+  }
+}
+
+template <Isa kIsa>
+constexpr AttentionKernels tiled_kernels() {
+  return {scores_tiled<kIsa>, weighted_rows_tiled<kIsa>, deviation_rows_tiled<kIsa>};
+}
+
+const AttentionKernels kAttention_scalar = tiled_kernels<Isa::kScalar>();
+const AttentionKernels kAttention_sse2 = tiled_kernels<Isa::kSse2>();
+const AttentionKernels kAttention_avx2 = tiled_kernels<Isa::kAvx2>();
 
 // ---- vector formulation -------------------------------------------------------------------------
 
@@ -505,11 +501,7 @@ OPGATE_INLINE void deviation_vec(double* dev, double* wsum, double* tail, const 
   }                                                                                                                  \
   const AttentionKernels kAttention_##suffix = {scores_##suffix, weighted_rows_##suffix, deviation_rows_##suffix};
 
-OPGATE_ATTENTION_PATH(sse2, __attribute__((flatten)), Conv::kTable, 1, 2, 1, 1)
-OPGATE_ATTENTION_PATH(avx2, __attribute__((target("avx2,f16c"), flatten)), Conv::kF16c, 2, 4, 1, 2)
 OPGATE_ATTENTION_PATH(avx512, __attribute__((target("avx512f,avx2,f16c"), flatten)), Conv::kAvx512, 4, 4, 2, 4)
-
-const AttentionKernels kAttention_scalar = {scores_scalar, weighted_rows_scalar, deviation_rows_scalar};
 
 }  // namespace
 

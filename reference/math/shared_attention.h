@@ -1,10 +1,10 @@
-// Vectorised double kernels of the attention reference (IncreFlashAttentionV3) with runtime ISA
-// dispatch (the path of shared_simd.h's isa()). They read key/value rows directly from the cache
-// (fp16/bf16 bits, converted exactly in registers) or from double rows, and keep each output
-// element's sequence of rounded operations fixed: the same as shared_simd.h's dot8_abs,
-// scaled_add and deviation_add applied row by row. Vectorised across heads, columns and lanes of
-// one fixed-lane dot product, never inside one sum, and without FMA (-ffp-contract=off), so every
-// path gives the same bits; tests/reference/shared_attention_test.cpp compares them.
+// Double kernels of the attention reference (IncreFlashAttentionV3) with runtime ISA dispatch (the
+// path of shared_simd.h's isa()). They read key/value rows directly from the cache (fp16/bf16
+// bits, converted exactly) or from double rows, and each output element is the same sequence of
+// rounded operations as shared_simd.h's dot8_abs, scaled_add and deviation_add applied row by
+// row; the scalar, SSE2 and AVX2 paths are exactly that, the AVX-512 path vectorises across
+// heads, columns and the lanes of one fixed-lane dot product (never inside one sum, no FMA). So
+// every path gives the same bits; tests/reference/shared_attention_test.cpp compares them.
 #pragma once
 
 #include <cstdint>

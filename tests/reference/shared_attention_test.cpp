@@ -120,10 +120,11 @@ TEST(SharedAttention, WeightedRowsAndDeviationByHand) {
       EXPECT_EQ(acc[static_cast<size_t>(n + i)], even ? -1.0 : -8.0) << isa_name(isa);
     }
     EXPECT_EQ(flags, std::vector<char>(2, 0)) << isa_name(isa);
-    // Deviation from c = 1 with wd = w = f = 1 for head 0 only (head 1 all 0): dev = |1-1| + |3-1|
-    // or |-2-1| + |4-1|; wsum = tail = |r0| + |r1|. Row 1 left out of the tail: tail = |r0|.
+    // Deviation from c = 1 with wd = w = 1 for head 0 only (head 1 all 0): dev = |1-1| + |3-1| or
+    // |-2-1| + |4-1|; wsum = |r0| + |r1|. f = 1 on row 0 only (row 1, left out of tail_rows, has
+    // f = 0 as the contract requires): tail = |r0|.
     std::vector<double> dev(2 * n, 0.0), wsum(2 * n, 0.0), tail(2 * n, 0.0), c(2 * n, 1.0);
-    const std::vector<double> wd = {1, 0, 1, 0}, w = wd, f = wd;
+    const std::vector<double> wd = {1, 0, 1, 0}, w = wd, f = {1, 0, 0, 0};
     const std::vector<char> tail_rows = {1, 0};
     attention_kernels(isa).deviation_rows(dev.data(), wsum.data(), tail.data(), c.data(), 2, wd.data(), w.data(),
                                           f.data(), tail_rows.data(), rows.data(), RowType::kBF16, nullptr, 2, n);
