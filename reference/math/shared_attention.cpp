@@ -103,13 +103,10 @@ OPGATE_INLINE V8 bcast8(double a) {
   return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
-// How 8 fp16/bf16 values become doubles: the table, F16C (AVX2) or F16C + AVX-512 widening; the
-// *Clean variants skip the per-block Inf/NaN test, for calls whose rows were found all finite.
-enum class Conv { kTable, kF16c, kAvx512, kTableClean, kF16cClean, kAvx512Clean };
-constexpr Conv clean_of(Conv c) {
-  return c == Conv::kTable ? Conv::kTableClean : (c == Conv::kF16c ? Conv::kF16cClean : Conv::kAvx512Clean);
-}
-constexpr bool is_clean(Conv c) { return c == Conv::kTableClean || c == Conv::kF16cClean || c == Conv::kAvx512Clean; }
+// How 8 fp16/bf16 values become doubles: F16C + AVX-512 widening, with a per-block Inf/NaN test, or
+// without it (kAvx512Clean) for calls whose rows were found all finite.
+enum class Conv { kAvx512, kAvx512Clean };
+constexpr Conv clean_of(Conv) { return Conv::kAvx512Clean; }
 
 // Whether count fp16/bf16 patterns are all finite (one pass, vectorised by the compiler).
 OPGATE_INLINE bool all_finite(const void* rows, int64_t count, bool bf16) {
@@ -120,43 +117,17 @@ OPGATE_INLINE bool all_finite(const void* rows, int64_t count, bool bf16) {
   return bad == 0;
 }
 
-// An Inf or NaN pattern among 8 halves ((bits & 0x7FFF) at or above the infinity's).
-OPGATE_INLINE bool nonfinite8(const uint16_t* h, bool bf16) {
-  bool bad = false;
-  const uint16_t inf = bf16 ? 0x7F80 : 0x7C00;
-  for (int k = 0; k < 8; ++k) bad |= (h[k] & 0x7FFF) >= inf;
-  return bad;
-}
-
-OPGATE_INLINE V8 table8(const uint16_t* h, const double* tab) {
-  return V8{tab[h[0]], tab[h[1]], tab[h[2]], tab[h[3]], tab[h[4]], tab[h[5]], tab[h[6]], tab[h[7]]};
-}
-
 // Exact in every case: fp16 -> fp32 by F16C, bf16 -> fp32 by a 16-bit shift, fp32 -> fp64. Inf and
 // NaN blocks take the table (NaN payloads as the scalar path's) and set `bad`. Not always_inline:
 // the generic templates calling it have no target; the path functions are `flatten`, which inlines
 // it there, where the target matches.
-__attribute__((target("avx2,f16c"))) inline void f16c8(const uint16_t* src, bool bf16, const double* tab, bool& bad,
-                                                       double* out) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
-  const __m128i limit = _mm_set1_epi16(static_cast<int16_t>(bf16 ? 0x7F7F : 0x7BFF));
-  if (__builtin_expect(_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), limit)) != 0, 0)) {
-    bad = true;
-    store8(out, table8(src, tab));
-    return;
-  }
-  const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
-  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
-  _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
-}
-
 __attribute__((target("avx512f,avx2,f16c"))) inline void f16c8_512(const uint16_t* src, bool bf16, const double* tab,
                                                                    bool& bad, double* out) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
   const __m128i limit = _mm_set1_epi16(static_cast<int16_t>(bf16 ? 0x7F7F : 0x7BFF));
   if (__builtin_expect(_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), limit)) != 0, 0)) {
     bad = true;
-    store8(out, table8(src, tab));
+    for (int k = 0; k < 8; ++k) out[k] = tab[src[k]];
     return;
   }
   const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
@@ -164,13 +135,6 @@ __attribute__((target("avx512f,avx2,f16c"))) inline void f16c8_512(const uint16_
 }
 
 // The same without the Inf/NaN test (finite rows: F16C and the shift are exact there).
-__attribute__((target("avx2,f16c"))) inline void f16c8_raw(const uint16_t* src, bool bf16, double* out) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
-  const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
-  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
-  _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
-}
-
 __attribute__((target("avx512f,avx2,f16c"))) inline void f16c8_512_raw(const uint16_t* src, bool bf16, double* out) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
   const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
@@ -187,22 +151,13 @@ OPGATE_INLINE V8 load_x(const void* rows, int64_t idx, const double* tab, bool& 
   } else {
     constexpr bool kBf16 = kType == RowType::kBF16;
     const uint16_t* src = static_cast<const uint16_t*>(rows) + idx;
-    if constexpr (kConv == Conv::kTable || kConv == Conv::kTableClean) {
-      if constexpr (kConv == Conv::kTable) bad |= nonfinite8(src, kBf16);
-      return table8(src, tab);
+    double out[8];
+    if constexpr (kConv == Conv::kAvx512) {
+      f16c8_512(src, kBf16, tab, bad, out);
     } else {
-      double out[8];
-      if constexpr (kConv == Conv::kF16c) {
-        f16c8(src, kBf16, tab, bad, out);
-      } else if constexpr (kConv == Conv::kAvx512) {
-        f16c8_512(src, kBf16, tab, bad, out);
-      } else if constexpr (kConv == Conv::kF16cClean) {
-        f16c8_raw(src, kBf16, out);
-      } else {
-        f16c8_512_raw(src, kBf16, out);
-      }
-      return load8(out);
+      f16c8_512_raw(src, kBf16, out);
     }
+    return load8(out);
   }
 }
 
