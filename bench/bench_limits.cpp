@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "reference/math/shared_parallel.h"
+#include "core/parallel.h"
 
 namespace opgate::bench {
 namespace {

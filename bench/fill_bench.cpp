@@ -12,9 +12,9 @@
 
 #include "bench/bench_limits.h"
 #include "cases/fill_chunks.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 #include "core/tensor.h"
-#include "reference/math/shared_parallel.h"
 
 namespace opgate {
 namespace {

@@ -12,8 +12,8 @@
 #include "bench/bench_limits.h"
 #include "cases/moe_ffn.h"
 #include "core/guard.h"
+#include "core/parallel.h"
 #include "device/emu/moe_ffn.h"
-#include "reference/math/shared_parallel.h"
 
 #ifdef OPGATE_HAVE_OPENBLAS
 #include <cblas.h>

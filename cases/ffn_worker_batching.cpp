@@ -13,8 +13,8 @@
 #include "cases/fill_chunks.h"
 #include "cases/param_reader.h"
 #include "cases/problem_binding.h"
+#include "core/parallel.h"
 #include "core/rng.h"
-#include "reference/math/shared_parallel.h"
 #include "device/layout/ffn_worker_batching.h"
 
 namespace opgate::cases::ffn_worker_batching {

@@ -10,9 +10,9 @@
 #include <functional>
 
 #include "core/dtype_convert.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 #include "core/tensor.h"
-#include "reference/math/shared_parallel.h"
 
 namespace opgate::cases {
 

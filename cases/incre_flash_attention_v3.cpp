@@ -14,8 +14,8 @@
 #include "cases/fill_chunks.h"
 #include "cases/param_reader.h"
 #include "cases/problem_binding.h"
+#include "core/parallel.h"
 #include "core/rng.h"
-#include "reference/math/shared_parallel.h"
 #include "device/layout/incre_flash_attention_v3.h"
 
 namespace opgate::cases::incre_flash_attention_v3 {

@@ -11,8 +11,8 @@
 
 #include "core/child_process.h"
 #include "core/json_read.h"
+#include "core/parallel.h"
 #include "harness/stages.h"
-#include "reference/math/shared_parallel.h"
 
 namespace opgate {
 namespace {

@@ -3,7 +3,7 @@
 // preconditions of §1.4 and §1.5.3.
 #include "reference/ffn_worker_batching.h"
 #include "core/aclnn_codes.h"
-#include "reference/math/shared_parallel.h"
+#include "core/parallel.h"
 #include "reference/math/shared_validate.h"
 
 #include <algorithm>

@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
+#include "core/parallel.h"
 #include "reference/incre_flash_attention_v3/incre_flash_attention_v3_convert.h"
 #include "reference/math/shared_attention.h"
-#include "reference/math/shared_parallel.h"
 
 namespace opgate::ref::incre_flash_attention_v3 {
 namespace {

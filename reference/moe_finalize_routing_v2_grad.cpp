@@ -3,7 +3,7 @@
 // kernel is undefined (out-of-range expert ids, duplicate rows).
 #include "reference/moe_finalize_routing_v2_grad.h"
 #include "core/aclnn_codes.h"
-#include "reference/math/shared_parallel.h"
+#include "core/parallel.h"
 #include "reference/math/shared_simd.h"
 #include "reference/math/shared_validate.h"
 

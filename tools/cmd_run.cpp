@@ -13,13 +13,13 @@
 #include <fmt/format.h>
 
 #include "cases/generate.h"
-#include "core/child_process.h"
-#include "harness/golden.h"
 #include "cases/registry.h"
-#include "harness/runner.h"
+#include "core/child_process.h"
+#include "core/parallel.h"
 #include "core/version.h"
+#include "harness/golden.h"
+#include "harness/runner.h"
 #include "history/history_record.h"
-#include "reference/math/shared_parallel.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 #include "tools/run_parallel.h"

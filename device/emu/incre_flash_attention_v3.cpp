@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "core/parallel.h"
 #include "reference/incre_flash_attention_v3/incre_flash_attention_v3_convert.h"
 #include "reference/math/shared_half.h"
-#include "reference/math/shared_parallel.h"
 
 namespace opgate::emu::incre_flash_attention_v3 {
 namespace {

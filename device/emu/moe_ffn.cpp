@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "reference/math/shared_parallel.h"
+#include "core/parallel.h"
 #include "reference/math/shared_simd.h"
 
 // The vector helpers are always inlined, so their vector arguments never cross a call.

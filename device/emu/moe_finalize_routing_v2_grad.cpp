@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "reference/math/shared_parallel.h"
+#include "core/parallel.h"
 #include "reference/math/shared_simd.h"
 
 namespace opgate::emu::moe_finalize_routing_v2_grad {

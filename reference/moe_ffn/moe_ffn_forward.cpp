@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
-#include "reference/moe_ffn/moe_ffn_bound.h"
-#include "reference/moe_ffn/moe_ffn_gemm.h"
-#include "reference/math/shared_parallel.h"
+#include "core/parallel.h"
 #include "reference/math/shared_round.h"
 #include "reference/math/shared_simd.h"
+#include "reference/moe_ffn/moe_ffn_bound.h"
+#include "reference/moe_ffn/moe_ffn_gemm.h"
 
 namespace opgate::ref::moe_ffn {
 namespace {

@@ -15,7 +15,7 @@
 #include "cases/registry.h"
 #include "core/case.h"
 #include "core/fill_override.h"
-#include "reference/math/shared_parallel.h"
+#include "core/parallel.h"
 
 namespace opgate {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "cases/moe_ffn.h"
 #include "core/guard.h"
-#include "reference/math/shared_parallel.h"
+#include "core/parallel.h"
 #include "reference/math/shared_simd.h"
 #include "tests/reference/moe_ffn_testing.h"
 

@@ -16,7 +16,7 @@
 
 #include "cases/moe_ffn.h"
 #include "core/dtype.h"
-#include "reference/math/shared_parallel.h"
+#include "core/parallel.h"
 #include "reference/moe_ffn.h"
 
 namespace opgate::math {

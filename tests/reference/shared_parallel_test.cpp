@@ -1,7 +1,7 @@
-// The project's one parallel loop (reference/math/shared_parallel.h), and the references that use it
+// The project's one parallel loop (core/parallel.h), and the references that use it
 // and the vector kernels: bit-identical outputs at 1, 2 and 7 threads and on every ISA path this
 // CPU runs (the scalar path at 1 thread is the baseline).
-#include "reference/math/shared_parallel.h"
+#include "core/parallel.h"
 
 #include <atomic>
 #include <cmath>

@@ -1,5 +1,5 @@
-// std::thread blocks with dynamic scheduling over [0, n); see shared_parallel.h.
-#include "reference/math/shared_parallel.h"
+// std::thread blocks with dynamic scheduling over [0, n); see parallel.h.
+#include "core/parallel.h"
 
 #include <algorithm>
 #include <atomic>
