@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
 
 #include "core/error_balance.h"
+#include "core/parallel.h"
 
 namespace opgate {
 namespace {
@@ -47,6 +49,55 @@ bool same_value(double a, double b) {
   return a == b && std::signbit(a) == std::signbit(b);
 }
 
+// round_to and ulp from the double's bits where the value is a normal number of f32, f16 or bf16
+// (the bulk of every floating output); zeros, subnormals, overflow, NaN and the integer dtypes take
+// the general functions, which these equal everywhere.
+struct NormalRange {
+  int frac_bits = 0, emin = 0, emax = -1;  // emax < emin: no fast path
+};
+NormalRange normal_range(DType T) {
+  switch (T) {
+    case DType::kF32: return {23, -126, 127};
+    case DType::kF16: return {10, -14, 15};
+    case DType::kBF16: return {7, -126, 127};
+    default: return {};
+  }
+}
+uint64_t bits_of(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+double from_bits(uint64_t b) {
+  double v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+int exponent_of(uint64_t bits) { return static_cast<int>((bits >> 52) & 0x7FF) - 1023; }
+
+double fast_round(DType T, double v, Rounding r) {
+  const NormalRange f = normal_range(T);
+  const uint64_t b = bits_of(v);
+  if (exponent_of(b) >= f.emin && exponent_of(b) <= f.emax) {
+    // Round the magnitude's bits below the format's last fraction bit; a carry moves the exponent.
+    const uint64_t unit = uint64_t{1} << (52 - f.frac_bits);
+    const uint64_t rest = b & (unit - 1);
+    const uint64_t half = unit >> 1;
+    uint64_t out = b - rest;
+    const bool tie_up = r == Rounding::kHalfAway || (out & unit) != 0;
+    if (r != Rounding::kTowardZero && (rest > half || (rest == half && tie_up))) out += unit;
+    if (exponent_of(out) <= f.emax) return from_bits(out);  // else it overflows: the general path
+  }
+  return round_to(T, v, r);
+}
+
+double fast_ulp(DType T, double x) {
+  const NormalRange f = normal_range(T);
+  const int e = exponent_of(bits_of(x));
+  if (e >= f.emin && e <= f.emax) return from_bits(static_cast<uint64_t>(e - f.frac_bits + 1023) << 52);
+  return ulp(T, x);
+}
+
 // The element's allowance under `check` (the largest |got - exp| that is fine for this element).
 double element_allowance(const OutputCheck& check, double e, double mag) {
   const Tolerance& t = check.tol;
@@ -61,7 +112,7 @@ double element_allowance(const OutputCheck& check, double e, double mag) {
     case Standard::kBound: {
       const double acc = t.c * t.u_acc * mag;
       // The final rounding happens at the accumulated value, which may sit one binade higher.
-      return acc + t.out_ulps * ulp(T, std::fabs(e) + acc);
+      return acc + t.out_ulps * fast_ulp(T, std::fabs(e) + acc);
     }
     case Standard::kAscendMixed: {
       const MixedConst m = mixed_const(T);
@@ -100,10 +151,10 @@ bool one_rounding_bound(const OutputCheck& check) {
 // Does `e` sit exactly on a rounding boundary of T under `r`? Midway between two neighbours for the
 // nearest modes (a tie), on a representable value for truncation.
 bool on_boundary(DType T, double e, Rounding r) {
-  const double toward_zero = round_to(T, e, Rounding::kTowardZero);
+  const double toward_zero = fast_round(T, e, Rounding::kTowardZero);
   if (r == Rounding::kTowardZero) return toward_zero == e;
   if (toward_zero == e) return false;
-  const double step = is_floating(T) ? ulp(T, toward_zero) : 1.0;
+  const double step = is_floating(T) ? fast_ulp(T, toward_zero) : 1.0;
   return std::fabs(e) - std::fabs(toward_zero) == 0.5 * step;
 }
 
@@ -133,8 +184,8 @@ Judgement judge(const OutputCheck& check, double e, double er, double g, double 
       // Rounding is monotone, so round(x) for every x in [e - acc, e + acc] lies between the
       // rounded ends; where they coincide (signed zeros compare equal: either sign may come out of
       // an x near 0) only that value is right. Overflow rounds to inf, saturation to the range.
-      const double lo = round_to(check.device_dtype, e - acc, check.rounding);
-      const double hi = round_to(check.device_dtype, e + acc, check.rounding);
+      const double lo = fast_round(check.device_dtype, e - acc, check.rounding);
+      const double hi = fast_round(check.device_dtype, e + acc, check.rounding);
       return {lo <= g && g <= hi, std::isfinite(g) ? std::fabs(g - e) : kInf, lo == hi, true, lo, hi};
     }
   }
@@ -164,16 +215,6 @@ bool elementwise_only(const OutputCheck& check) {
 // A point's rank among the worst: failing before passing, then by its share of the allowance. A
 // pair, not share + 1e300, which would make every failing share of order 1 the same number.
 using WorstRank = std::pair<bool, double>;
-void keep_worst(std::vector<std::pair<WorstRank, ComparePoint>>& worst, WorstRank score, ComparePoint p) {
-  if (worst.size() < kMaxPoints) {
-    worst.emplace_back(score, std::move(p));
-  } else {
-    auto min_it = std::min_element(worst.begin(), worst.end(),
-                                   [](const auto& a, const auto& b) { return a.first < b.first; });
-    if (score <= min_it->first) return;
-    *min_it = {score, std::move(p)};
-  }
-}
 
 int ulp_bucket(double ulps) {
   if (ulps == 0) return 0;
@@ -263,73 +304,10 @@ void add_finite(const OutputCheck& check, const Element& x, std::optional<ErrorB
       balance->add(i, sign, er == 0 ? 0 : (er > 0 ? sign : -sign));
     }
     if (is_floating(T)) {
-      const double ulps = std::fabs(g - er) / ulp(T, er);
+      const double ulps = std::fabs(g - er) / fast_ulp(T, er);
       m.max_ulp = std::max(m.max_ulp, ulps);
       ++m.ulp_hist[static_cast<size_t>(ulp_bucket(ulps))];
     }
-}
-
-// A point worth reporting: a failing element, or one off its reference.
-void add_point(const Element& x, const Judgement& judged, bool ok, bool poison, const Tensor& got,
-               WorstPoints& worst, CompareResult& r) {
-  const auto& [i, e, er, g, ref, abs_err, allowed] = x;
-  ComparePoint p;
-  p.flat = i;
-  p.index = got.unravel(i);
-  p.expected = e;
-  p.expected_rounded = er;
-  p.got = g;
-  p.abs_err = abs_err;
-  p.rel_err = std::isfinite(abs_err) ? abs_err / (std::fabs(ref) + kMereEps) : abs_err;
-  p.allowed = allowed;
-  p.poison = poison;
-  p.interval = judged.interval;
-  p.accepted_lo = judged.lo;
-  p.accepted_hi = judged.hi;
-  if (!ok && r.first_failures.size() < kMaxPoints) r.first_failures.push_back(p);
-  const double score = allowed > 0 ? abs_err / allowed : abs_err * 1e300;
-  keep_worst(worst, {!ok, score}, std::move(p));
-}
-
-// One compared element: judged by the check, counted into the metrics, reported when off.
-void compare_element(const OutputCheck& check, const Tensor& expected, const Tensor& got, const Tensor& magnitude,
-                     std::optional<uint64_t> poison_bits, int64_t i, std::optional<ErrorBalance>& balance,
-                     Sums& sums, WorstPoints& worst, CompareResult& r) {
-  CompareMetrics& m = r.metrics;
-  const DType T = check.device_dtype;
-  const bool integer_expected = is_integer(expected.dtype());
-  ++m.compared;
-  const double e = expected.get(i);
-  const double er = integer_expected ? e : round_to(T, e, check.rounding);
-  const double g = got.get(i);
-  const double mag = magnitude.defined() ? magnitude.get(i) : 0.0;
-  const double allowed = element_allowance(check, e, mag);
-  const Judgement judged = judge(check, e, er, g, allowed, mag);
-  const bool ok = judged.ok;
-  const double abs_err = judged.abs_err;
-  if (judged.determined) ++m.determined;
-  // Still holding the poison and wrong: left unwritten. An integer poison (0xA5) is also a valid
-  // value, which a quantized output may hold within its tolerance (a one-step flip onto -91);
-  // that is a correct write, not an unwritten element. Float poisons are NaNs and never pass.
-  const bool poison = poison_bits && got.bits(i) == *poison_bits && !ok;
-  const double ref = check.kind == CheckKind::kTolerance ? e : er;
-  const Element x{i, e, er, g, ref, abs_err, allowed};
-  if (!std::isfinite(er) || !std::isfinite(e) || !std::isfinite(g)) {
-    if (!ok) ++m.nonfinite_mismatch;
-  } else {
-    add_finite(check, x, balance, sums, m);
-  }
-  if (poison) ++m.poison_left;
-  if (!ok) ++m.mismatches;
-  if (!m.axis_budget.empty()) {
-    const int64_t row = i / (got.numel() / m.axis_rows);
-    const auto slice = static_cast<size_t>(row * static_cast<int64_t>(m.axis_budget.size()) / m.axis_rows);
-    const bool measurable = allowed > 0 && std::isfinite(abs_err);
-    const double share = measurable ? abs_err / allowed : 0.0;
-    const double v = ok ? share : (measurable ? std::max(share, 1.0) : CompareMetrics::kAxisFailing);
-    m.axis_budget[slice] = std::max(m.axis_budget[slice], v);
-  }
-  if (!ok || abs_err > 0) add_point(x, judged, ok, poison, got, worst, r);
 }
 
 // The aggregate metrics from the sums, and the worst points in rank order.
@@ -403,6 +381,265 @@ void decide(const OutputCheck& check, double worst_abs_er, std::optional<ErrorBa
   }
 }
 
+// A point worth reporting, kept as plain values until it is known to be among the reported ones.
+struct PointRec {
+  WorstRank rank;
+  Element x;
+  Judgement judged;
+  bool ok, poison;
+};
+
+// Reported before another point: failing first, a larger share of the allowance, then lower index.
+bool ranks_before(const PointRec& a, const PointRec& b) {
+  return a.rank != b.rank ? a.rank > b.rank : a.x.i < b.x.i;
+}
+
+// A vacuity candidate before another: larger |expected| (non-finite ranks -1), then lower index.
+bool larger_candidate(const std::pair<double, int64_t>& a, const std::pair<double, int64_t>& b) {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+
+// Keeps the `keep` largest candidates of `cand` (in any order).
+void trim_candidates(std::vector<std::pair<double, int64_t>>& cand, int64_t keep) {
+  if (static_cast<int64_t>(cand.size()) <= keep) return;
+  std::nth_element(cand.begin(), cand.begin() + (keep - 1), cand.end(), larger_candidate);
+  cand.resize(static_cast<size_t>(keep));
+}
+
+// What one block of the pass gathers; blocks are merged in element order (merge_part).
+struct Part {
+  CompareMetrics m;  // counts, maxima and the axis picture of the block
+  Sums sums;
+  std::optional<ErrorBalance> balance;
+  std::vector<PointRec> failures;  // the first kMaxPoints failing points
+  std::vector<PointRec> worst;     // the kMaxPoints points ranked first (ranks_before)
+  std::vector<std::pair<double, int64_t>> largest;  // vacuity: candidates to perturb
+  int64_t row_differs = -1;  // vacuity: first row after row0 with a cared element unlike row0's
+};
+
+void keep_worst(std::vector<PointRec>& worst, const PointRec& p) {
+  if (worst.size() < kMaxPoints) {
+    worst.push_back(p);
+    return;
+  }
+  auto last = std::min_element(worst.begin(), worst.end(),
+                               [](const PointRec& a, const PointRec& b) { return ranks_before(b, a); });
+  if (ranks_before(p, *last)) *last = p;
+}
+
+void keep_point(Part& part, const PointRec& p) {
+  if (!p.ok && part.failures.size() < kMaxPoints) part.failures.push_back(p);
+  keep_worst(part.worst, p);
+}
+
+// Elements of one block: fixed, so that the blocks and their merge order (and so every floating
+// sum) do not depend on the thread count.
+constexpr int64_t kBlock = int64_t{1} << 16;
+
+// The fixed inputs of the pass, with typed views of the storage where the dtype has one.
+struct Pass {
+  const OutputCheck& check;
+  const Tensor& expected;
+  const Tensor& got;
+  const Tensor& magnitude;
+  const Tensor& care;
+  std::optional<uint64_t> poison_bits;
+  const double* expected_f64;   // null: expected.get
+  const double* magnitude_f64;  // null: magnitude.get, or 0 when undefined
+  const uint8_t* care_u8;       // null: care.get, or every element when undefined
+  bool integer_expected;
+  int64_t numel;
+  int64_t row_len;              // elements per index of dim 0 (axis picture)
+  bool balance;
+  int64_t balance_width;
+  int64_t keep_largest;         // vacuity candidates kept (allowed_bad of all elements, + 1)
+  int64_t row0, width;          // vacuity row swap: row0 >= 0 when tracked, rows of `width`
+
+  double expected_at(int64_t i) const { return expected_f64 != nullptr ? expected_f64[i] : expected.get(i); }
+  double magnitude_at(int64_t i) const {
+    if (magnitude_f64 != nullptr) return magnitude_f64[i];
+    return magnitude.defined() ? magnitude.get(i) : 0.0;
+  }
+  bool cared_at(int64_t i) const { return care_u8 != nullptr ? care_u8[i] != 0 : cared(care, i); }
+};
+
+// f16 values by bit pattern: a table, built once, in place of the general decoding per element.
+const double* f16_values() {
+  static const std::vector<double> table = [] {
+    std::vector<double> t(65536);
+    for (uint32_t b = 0; b < 65536; ++b) t[b] = f16_to_double(static_cast<uint16_t>(b));
+    return t;
+  }();
+  return table.data();
+}
+
+// Element i of the storage of a tensor of dtype D, as double (what Tensor::get returns).
+template <DType D>
+double load_typed(const uint8_t* base, int64_t i) {
+  if constexpr (D == DType::kF64 || D == DType::kF32 || D == DType::kI32) {
+    using S = std::conditional_t<D == DType::kF64, double, std::conditional_t<D == DType::kF32, float, int32_t>>;
+    S v;
+    std::memcpy(&v, base + static_cast<size_t>(i) * sizeof(S), sizeof(S));
+    return static_cast<double>(v);
+  } else if constexpr (D == DType::kBF16 || D == DType::kF16) {
+    uint16_t h;
+    std::memcpy(&h, base + static_cast<size_t>(i) * 2, 2);
+    if constexpr (D == DType::kF16) {
+      return f16_values()[h];
+    } else {
+      if ((h & 0x7F80) == 0x7F80) return bf16_to_double(h);  // Inf and NaN keep the general decoding
+      const uint32_t w = static_cast<uint32_t>(h) << 16;
+      float f;
+      std::memcpy(&f, &w, sizeof f);
+      return static_cast<double>(f);
+    }
+  } else if constexpr (D == DType::kI8) {
+    return static_cast<double>(static_cast<int8_t>(base[i]));
+  } else if constexpr (D == DType::kU8) {
+    return static_cast<double>(base[i]);
+  } else {
+    return load_element(D, base + static_cast<size_t>(i) * dtype_size(D));
+  }
+}
+
+// One compared element: judged by the check, counted into the block's metrics, kept when off.
+void compare_element(const Pass& p, int64_t i, double e, double g, Part& part) {
+  const OutputCheck& check = p.check;
+  CompareMetrics& m = part.m;
+  const DType T = check.device_dtype;
+  ++m.compared;
+  const double er = p.integer_expected ? e : fast_round(T, e, check.rounding);
+  const double mag = p.magnitude_at(i);
+  const double allowed = element_allowance(check, e, mag);
+  const Judgement judged = judge(check, e, er, g, allowed, mag);
+  const bool ok = judged.ok;
+  const double abs_err = judged.abs_err;
+  if (judged.determined) ++m.determined;
+  // Still holding the poison and wrong: left unwritten. An integer poison (0xA5) is also a valid
+  // value, which a quantized output may hold within its tolerance (a one-step flip onto -91);
+  // that is a correct write, not an unwritten element. Float poisons are NaNs and never pass.
+  const bool poison = p.poison_bits && !ok && p.got.bits(i) == *p.poison_bits;
+  const double ref = check.kind == CheckKind::kTolerance ? e : er;
+  const Element x{i, e, er, g, ref, abs_err, allowed};
+  if (!std::isfinite(er) || !std::isfinite(e) || !std::isfinite(g)) {
+    if (!ok) ++m.nonfinite_mismatch;
+  } else {
+    add_finite(check, x, part.balance, part.sums, m);
+  }
+  if (poison) ++m.poison_left;
+  if (!ok) ++m.mismatches;
+  if (!m.axis_budget.empty()) {
+    const int64_t row = i / p.row_len;
+    const auto slice = static_cast<size_t>(row * static_cast<int64_t>(m.axis_budget.size()) / m.axis_rows);
+    const bool measurable = allowed > 0 && std::isfinite(abs_err);
+    const double share = measurable ? abs_err / allowed : 0.0;
+    const double v = ok ? share : (measurable ? std::max(share, 1.0) : CompareMetrics::kAxisFailing);
+    m.axis_budget[slice] = std::max(m.axis_budget[slice], v);
+  }
+  if (!ok || abs_err > 0) {
+    const double score = allowed > 0 ? abs_err / allowed : abs_err * 1e300;
+    keep_point(part, PointRec{{!ok, score}, x, judged, ok, poison});
+  }
+}
+
+// The elements [begin, end), with got's storage read as dtype G.
+template <DType G>
+void compare_block(const Pass& p, int64_t begin, int64_t end, Part& part) {
+  const uint8_t* got = p.got.data();
+  for (int64_t i = begin; i < end; ++i) {
+    if (!p.cared_at(i)) continue;
+    const double e = p.expected_at(i);
+    compare_element(p, i, e, load_typed<G>(got, i), part);
+    // The vacuity check's candidates and the row it would swap with row0.
+    const std::pair<double, int64_t> cand{std::isfinite(e) ? std::fabs(e) : -1.0, i};
+    if (static_cast<int64_t>(part.largest.size()) < p.keep_largest) {
+      part.largest.push_back(cand);
+    } else if (p.keep_largest == 1) {
+      if (larger_candidate(cand, part.largest[0])) part.largest[0] = cand;
+    } else {
+      part.largest.push_back(cand);
+      if (static_cast<int64_t>(part.largest.size()) >= 2 * p.keep_largest) trim_candidates(part.largest, p.keep_largest);
+    }
+    if (p.row0 >= 0 && part.row_differs < 0 && i >= (p.row0 + 1) * p.width &&
+        !same_value(e, p.expected_at(p.row0 * p.width + i % p.width))) {
+      part.row_differs = i / p.width;
+    }
+  }
+}
+
+void compare_range(DType g, const Pass& p, int64_t begin, int64_t end, Part& part) {
+  switch (g) {
+    case DType::kF64: return compare_block<DType::kF64>(p, begin, end, part);
+    case DType::kF32: return compare_block<DType::kF32>(p, begin, end, part);
+    case DType::kF16: return compare_block<DType::kF16>(p, begin, end, part);
+    case DType::kBF16: return compare_block<DType::kBF16>(p, begin, end, part);
+    case DType::kI8: return compare_block<DType::kI8>(p, begin, end, part);
+    case DType::kU8: return compare_block<DType::kU8>(p, begin, end, part);
+    case DType::kI32: return compare_block<DType::kI32>(p, begin, end, part);
+    case DType::kI64: return compare_block<DType::kI64>(p, begin, end, part);
+    case DType::kU64: return compare_block<DType::kU64>(p, begin, end, part);
+    case DType::kBool: return compare_block<DType::kBool>(p, begin, end, part);
+  }
+}
+
+// Adds `next` (the block after everything in `total`) to `total`: counts and integer tallies add,
+// maxima keep the first largest, floating sums add in block order.
+void merge_part(Part& total, Part& next, int64_t keep_largest) {
+  CompareMetrics& m = total.m;
+  const CompareMetrics& n = next.m;
+  m.compared += n.compared;
+  m.mismatches += n.mismatches;
+  m.poison_left += n.poison_left;
+  m.nonfinite_mismatch += n.nonfinite_mismatch;
+  m.determined += n.determined;
+  if (n.max_abs > m.max_abs) {
+    m.max_abs = n.max_abs;
+    total.sums.worst_abs_er = next.sums.worst_abs_er;
+  }
+  m.max_rel = std::max(m.max_rel, n.max_rel);
+  m.mare = std::max(m.mare, n.mare);
+  m.max_ulp = std::max(m.max_ulp, n.max_ulp);
+  m.budget_used = std::max(m.budget_used, n.budget_used);
+  for (size_t k = 0; k < m.ulp_hist.size(); ++k) m.ulp_hist[k] += n.ulp_hist[k];
+  for (size_t k = 0; k < m.axis_budget.size(); ++k) m.axis_budget[k] = std::max(m.axis_budget[k], n.axis_budget[k]);
+  Sums& s = total.sums;
+  const Sums& t = next.sums;
+  s.sum_rel += t.sum_rel;
+  s.sum_sq += t.sum_sq;
+  s.dot += t.dot;
+  s.norm_e += t.norm_e;
+  s.norm_g += t.norm_g;
+  s.n_pos += t.n_pos;
+  s.n_neg += t.n_neg;
+  s.n_finite += t.n_finite;
+  if (total.balance) total.balance->absorb(*next.balance);
+  for (const PointRec& f : next.failures) {
+    if (total.failures.size() < kMaxPoints) total.failures.push_back(f);
+  }
+  for (const PointRec& w : next.worst) keep_worst(total.worst, w);
+  total.largest.insert(total.largest.end(), next.largest.begin(), next.largest.end());
+  if (static_cast<int64_t>(total.largest.size()) >= 2 * keep_largest) trim_candidates(total.largest, keep_largest);
+  if (total.row_differs < 0) total.row_differs = next.row_differs;
+}
+
+ComparePoint make_point(const PointRec& rec, const Tensor& got) {
+  const auto& [i, e, er, g, ref, abs_err, allowed] = rec.x;
+  ComparePoint p;
+  p.flat = i;
+  p.index = got.unravel(i);
+  p.expected = e;
+  p.expected_rounded = er;
+  p.got = g;
+  p.abs_err = abs_err;
+  p.rel_err = std::isfinite(abs_err) ? abs_err / (std::fabs(ref) + kMereEps) : abs_err;
+  p.allowed = allowed;
+  p.poison = rec.poison;
+  p.interval = rec.judged.interval;
+  p.accepted_lo = rec.judged.lo;
+  p.accepted_hi = rec.judged.hi;
+  return p;
+}
+
 }  // namespace
 
 CompareResult compare_output(const OutputCheck& check, const Tensor& expected, const Tensor& got,
@@ -425,26 +662,75 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
                             shape_to_string(got.shape()));
     return r;
   }
+  const int64_t numel = got.numel();
+  const int64_t balance_width = got.rank() >= 2 ? got.dim(got.rank() - 1) : numel;
+  Pass pass{check, expected, got, magnitude, care, poison_bits,
+            expected.dtype() == DType::kF64 ? expected.ptr<double>() : nullptr,
+            magnitude.defined() && magnitude.dtype() == DType::kF64 ? magnitude.ptr<double>() : nullptr,
+            care.defined() && care.dtype() == DType::kU8 ? care.ptr<uint8_t>() : nullptr,
+            is_integer(expected.dtype()), numel, 1, one_rounding_bound(check), balance_width,
+            allowed_bad(check, numel) + 1, -1, 1};
+  Part total;
+  if (got.rank() >= 2 && got.dim(0) >= 2 && numel > 0) {
+    total.m.axis_rows = got.dim(0);
+    total.m.axis_budget.assign(static_cast<size_t>(std::min(got.dim(0), CompareMetrics::kAxisSlices)), 0.0);
+    pass.row_len = numel / got.dim(0);
+  }
+  if (pass.balance) total.balance.emplace(numel, balance_width, check.balance_cluster);
+  // The row swap of the vacuity check: row0 is the first row whose elements are all cared.
+  if (check.kind == CheckKind::kExact && got.rank() >= 2 && got.dim(0) >= 2 && numel > 0) {
+    pass.width = numel / got.dim(0);
+    for (int64_t row = 0; row < got.dim(0) && pass.row0 < 0; ++row) {
+      bool all = true;
+      for (int64_t j = 0; j < pass.width && all; ++j) all = pass.cared_at(row * pass.width + j);
+      if (all) pass.row0 = row;
+    }
+  }
+  // Blocks run a wave at a time, so that the blocks' partial results held at once stay bounded.
+  const int64_t blocks = (numel + kBlock - 1) / kBlock;
+  const int64_t wave = std::max<int64_t>(8, 4 * math::threads());
+  std::vector<Part> parts;
+  for (int64_t w0 = 0; w0 < blocks; w0 += wave) {
+    const int64_t n = std::min(wave, blocks - w0);
+    parts.assign(static_cast<size_t>(n), Part{});
+    math::parallel_for(n, [&](int64_t k) {
+      Part& part = parts[static_cast<size_t>(k)];
+      const int64_t begin = (w0 + k) * kBlock;
+      const int64_t end = std::min(numel, begin + kBlock);
+      part.m.axis_rows = total.m.axis_rows;
+      part.m.axis_budget.assign(total.m.axis_budget.size(), 0.0);
+      if (pass.balance) part.balance.emplace(numel, balance_width, check.balance_cluster, begin, end);
+      compare_range(got.dtype(), pass, begin, end, part);
+    });
+    for (Part& part : parts) merge_part(total, part, pass.keep_largest);
+  }
+  m.compared = total.m.compared;
+  m.mismatches = total.m.mismatches;
+  m.poison_left = total.m.poison_left;
+  m.nonfinite_mismatch = total.m.nonfinite_mismatch;
+  m.determined = total.m.determined;
+  m.max_abs = total.m.max_abs;
+  m.max_rel = total.m.max_rel;
+  m.mare = total.m.mare;
+  m.ulp_hist = total.m.ulp_hist;
+  m.max_ulp = total.m.max_ulp;
+  m.budget_used = total.m.budget_used;
+  m.axis_rows = total.m.axis_rows;
+  m.axis_budget = std::move(total.m.axis_budget);
+  for (const PointRec& f : total.failures) r.first_failures.push_back(make_point(f, got));
   WorstPoints worst;
-  std::optional<ErrorBalance> balance;
-  if (one_rounding_bound(check)) {
-    balance.emplace(got.numel(), got.rank() >= 2 ? got.dim(got.rank() - 1) : got.numel(), check.balance_cluster);
-  }
-  Sums sums;
-  if (got.rank() >= 2 && got.dim(0) >= 2 && got.numel() > 0) {
-    r.metrics.axis_rows = got.dim(0);
-    r.metrics.axis_budget.assign(static_cast<size_t>(std::min(got.dim(0), CompareMetrics::kAxisSlices)), 0.0);
-  }
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    if (!cared(care, i)) continue;
-    compare_element(check, expected, got, magnitude, poison_bits, i, balance, sums, worst, r);
-  }
-  finish_metrics(sums, worst, r);
-  decide(check, sums.worst_abs_er, balance, r);
+  for (const PointRec& w : total.worst) worst.emplace_back(w.rank, make_point(w, got));
+  finish_metrics(total.sums, worst, r);
+  decide(check, total.sums.worst_abs_er, total.balance, r);
   if (r.passed) {  // the error picture is drawn for failing outputs only
     r.metrics.axis_budget.clear();
     r.metrics.axis_rows = 0;
   }
+  trim_candidates(total.largest, pass.keep_largest);
+  r.vacuity.ready = true;
+  r.vacuity.largest = std::move(total.largest);
+  r.vacuity.row0 = pass.row0;
+  r.vacuity.row_differs = total.row_differs;
   return r;
 }
 
@@ -467,15 +753,35 @@ std::optional<double> value_beyond(DType T, double e, double er, double allowed,
 
 // The row-swap half of vacuity_check: for an exact output, two distinct fully compared rows
 // swapped must fail. `still_passes` judges a set of changed elements.
+// With `known` (gathered by compare_output), the rows come from it: row0 is the first fully cared
+// row, and a fully cared row_differs is the first fully cared row unlike row0 (a fully cared row
+// between them that differed from row0 would have a differing cared element before row_differs).
+// Only when row_differs is not fully cared are the rows searched here.
 template <class StillPasses>
 std::optional<std::string> row_swap_check(const OutputCheck& check, const Tensor& expected, const Tensor& got,
-                                          const Tensor& care, StillPasses&& still_passes) {
+                                          const Tensor& care, const VacuityInputs* known,
+                                          StillPasses&& still_passes) {
   // Row swap: a permutation of distinct compared rows must be seen too. When every compared row is
   // identical (e.g. an all-zero fill where every slot is dropped), no permutation changes the
   // output, so there is no defect for it to hide; the element perturbation above was seen.
   if (check.kind == CheckKind::kExact && got.rank() >= 2 && got.dim(0) >= 2) {
     const int64_t rows = got.dim(0);
     const int64_t width = got.numel() / rows;
+    auto swapped_passes = [&](int64_t r0, int64_t r1) -> std::optional<std::string> {
+      std::vector<std::pair<int64_t, uint64_t>> swap;
+      for (int64_t j = 0; j < width; ++j) {
+        swap.emplace_back(r0 * width + j, got.bits(r1 * width + j));
+        swap.emplace_back(r1 * width + j, got.bits(r0 * width + j));
+      }
+      if (still_passes(swap)) return fmt::format("{}: swapping rows {} and {} still passes", check.name, r0, r1);
+      return std::nullopt;
+    };
+    if (known != nullptr) {
+      if (known->row0 < 0 || known->row_differs < 0) return std::nullopt;
+      bool all = true;
+      for (int64_t j = 0; j < width && all; ++j) all = cared(care, known->row_differs * width + j);
+      if (all) return swapped_passes(known->row0, known->row_differs);
+    }
     std::vector<int64_t> full_rows;
     for (int64_t row = 0; row < rows; ++row) {
       bool all = true;
@@ -494,14 +800,7 @@ std::optional<std::string> row_swap_check(const OutputCheck& check, const Tensor
         }
       }
       if (!r1) return std::nullopt;
-      std::vector<std::pair<int64_t, uint64_t>> swap;
-      for (int64_t j = 0; j < width; ++j) {
-        swap.emplace_back(r0 * width + j, got.bits(*r1 * width + j));
-        swap.emplace_back(*r1 * width + j, got.bits(r0 * width + j));
-      }
-      if (still_passes(swap)) {
-        return fmt::format("{}: swapping rows {} and {} still passes", check.name, r0, *r1);
-      }
+      return swapped_passes(r0, *r1);
     }
   }
   return std::nullopt;
@@ -534,13 +833,19 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
   // Candidates: cared elements, those with a finite expected value first and the largest
   // magnitude first among them, so the perturbation lands on a non-trivial element. An expected
   // NaN or Inf is perturbed into a number, which no check accepts.
+  // compare_output gathered the largest ones already when `original` is given.
+  const VacuityInputs* known = original != nullptr && original->vacuity.ready ? &original->vacuity : nullptr;
   std::vector<std::pair<double, int64_t>> cand;
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    if (!cared(care, i)) continue;
-    const double e = expected.get(i);
-    cand.emplace_back(std::isfinite(e) ? std::fabs(e) : -1.0, i);
+  if (known != nullptr) {
+    cand = known->largest;
+  } else {
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      if (!cared(care, i)) continue;
+      const double e = expected.get(i);
+      cand.emplace_back(std::isfinite(e) ? std::fabs(e) : -1.0, i);
+    }
   }
-  const auto compared = static_cast<int64_t>(cand.size());
+  const int64_t compared = known != nullptr ? original->metrics.compared : static_cast<int64_t>(cand.size());
   if (compared == 0) return fmt::format("{}: no element is compared (care mask is empty)", check.name);
   const int64_t needed = allowed_bad(check, compared) + 1;
   if (compared < needed) {
@@ -586,7 +891,7 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
     return fmt::format("{}: moving {} element(s) beyond tolerance (e.g. {}) still passes", check.name,
                        needed, example);
   }
-  return row_swap_check(check, expected, got, care, still_passes);
+  return row_swap_check(check, expected, got, care, known, still_passes);
 }
 
 }  // namespace opgate

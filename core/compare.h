@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -124,6 +125,21 @@ struct CompareMetrics {
   std::vector<double> axis_budget;
 };
 
+// What vacuity_check needs from the data, gathered by compare_output in its one pass so that the
+// vacuity check walks the output no second time. Not reported.
+struct VacuityInputs {
+  bool ready = false;  // gathered (compare_output compared the output)
+  // Cared elements with the largest |expected| (an expected NaN or Inf ranks as -1, below every
+  // finite one; ties by lower index), at least allowed_bad + 1 of them when there are that many;
+  // unordered.
+  std::vector<std::pair<double, int64_t>> largest;
+  // Exact outputs of rank >= 2 with two rows or more: the first row whose elements are all cared
+  // (-1: none), and the first later row with a cared element whose expected value differs from
+  // row0's in the same column (-1: none).
+  int64_t row0 = -1;
+  int64_t row_differs = -1;
+};
+
 struct CompareResult {
   std::string name;
   CheckKind kind = CheckKind::kExact;
@@ -133,11 +149,14 @@ struct CompareResult {
   CompareMetrics metrics;
   std::vector<ComparePoint> first_failures;  // first in index order (at most 10)
   std::vector<ComparePoint> worst;           // largest errors relative to allowance (at most 10)
+  VacuityInputs vacuity;
 };
 
 // Compares `got` (device dtype) with `expected` (f64, or integer in the device dtype).
 // `magnitude` (f64) and `care` (u8) may be undefined tensors. `poison_bits` is the pattern the
-// output buffer was pre-filled with (reported as "left unwritten").
+// output buffer was pre-filled with (reported as "left unwritten"). The pass runs over fixed blocks
+// of elements on math::parallel_for, each block's metrics merged in block order, so the result is
+// the same at every thread count.
 CompareResult compare_output(const OutputCheck& check, const Tensor& expected, const Tensor& got,
                              const Tensor& magnitude, const Tensor& care,
                              std::optional<uint64_t> poison_bits = std::nullopt);
@@ -146,7 +165,8 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
 // elements the standard rejects, each moved just beyond its own tolerance; for exact outputs also
 // two distinct rows swapped) and returns why the case is vacuous if the perturbed copy still
 // passes. `got` must itself pass. With `original` (the CompareResult of `got`), standards decided
-// elementwise judge only the changed elements instead of comparing the whole output again.
+// elementwise judge only the changed elements instead of comparing the whole output again, and the
+// elements to perturb come from original->vacuity instead of a walk over the output.
 std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor& expected,
                                          const Tensor& got, const Tensor& magnitude,
                                          const Tensor& care, const CompareResult* original = nullptr);

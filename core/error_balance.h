@@ -43,9 +43,16 @@ class ErrorBalance {
   // `numel` elements in rows of `width` (the output's last dimension; the whole output when it is
   // 1-D); with `cluster` > 0, the clusters are runs of `cluster` consecutive elements instead.
   ErrorBalance(int64_t numel, int64_t width, int64_t cluster = 0);
+  // The counts of the elements [begin, end) only, for a pass split into blocks: each block counts
+  // its own part, and the parts are absorbed in element order into the whole output's gate.
+  ErrorBalance(int64_t numel, int64_t width, int64_t cluster, int64_t begin, int64_t end);
   // Element `flat` erred upward (sign > 0) or downward (sign < 0); `away` > 0 when that moved it
   // away from zero, < 0 toward zero, 0 when the rounded reference is 0. Called in increasing `flat`.
   void add(int64_t flat, int sign, int away);
+  // Adds a part (same numel, width and cluster) whose elements all follow the ones counted so far;
+  // this gate must cover the output from element 0. Counts are integers, so the verdict is the
+  // one of adding every element here in order.
+  void absorb(const ErrorBalance& next);
 
   struct Verdict {
     int64_t n_pos = 0, n_neg = 0;      // signed direction
@@ -56,12 +63,22 @@ class ErrorBalance {
   Verdict verdict() const;
 
  private:
+  void close_run();  // the current row (cluster) is finished
+
   bool declared_;  // clusters of `unit_` consecutive elements; else rows of `unit_` and columns
   int64_t unit_;
+  int64_t begin_;  // first element of the part counted here (0 for a whole output)
   int64_t n_pos_ = 0, n_neg_ = 0, n_away_ = 0, n_toward_ = 0;
-  int64_t run_ = -1, run_count_ = 0;   // the current row (or cluster) and its count
-  double run_sq_ = 0;                  // sum over finished rows (clusters) of c^2
-  std::vector<int64_t> column_count_;  // c_col per column (rows and columns only)
+  // Rows (clusters) with an error, in order: the first one's count kept apart once it is finished
+  // (a part's first row may continue the previous part's last), the current one, and the sum of
+  // c^2 over the finished ones in between (exact in integers).
+  int64_t first_run_ = -1, first_count_ = 0;
+  bool first_finished_ = false;
+  int64_t run_ = -1, run_count_ = 0;
+  uint64_t run_sq_ = 0;
+  // c_col per column (rows and columns only); column (begin_ + k) % unit_ at k, for as many
+  // columns as the part reaches.
+  std::vector<int64_t> column_count_;
 };
 
 }  // namespace opgate
