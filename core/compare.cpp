@@ -276,8 +276,8 @@ struct Element {
 
 // The metrics of a finite element: its errors, its share of the allowance, its ULP bucket, its
 // side of the reference and, for the balance gate, its side of the correctly rounded reference.
-void add_finite(const OutputCheck& check, const Element& x, std::optional<ErrorBalance>& balance, Sums& sums,
-                CompareMetrics& m) {
+void add_finite(const OutputCheck& check, bool floating, const Element& x, std::optional<ErrorBalance>& balance,
+                Sums& sums, CompareMetrics& m) {
   auto& [sum_rel, sum_sq, dot, norm_e, norm_g, n_pos, n_neg, n_finite, worst_abs_er] = sums;
   const auto& [i, e, er, g, ref, abs_err, allowed] = x;
   const DType T = check.device_dtype;
@@ -303,7 +303,7 @@ void add_finite(const OutputCheck& check, const Element& x, std::optional<ErrorB
       const int sign = g > er ? 1 : -1;
       balance->add(i, sign, er == 0 ? 0 : (er > 0 ? sign : -sign));
     }
-    if (is_floating(T)) {
+    if (floating) {
       const double ulps = std::fabs(g - er) / fast_ulp(T, er);
       m.max_ulp = std::max(m.max_ulp, ulps);
       ++m.ulp_hist[static_cast<size_t>(ulp_bucket(ulps))];
@@ -415,6 +415,8 @@ struct Part {
   std::vector<PointRec> worst;     // the kMaxPoints points ranked first (ranks_before)
   std::vector<std::pair<double, int64_t>> largest;  // vacuity: candidates to perturb
   int64_t row_differs = -1;  // vacuity: first row after row0 with a cared element unlike row0's
+  int64_t axis_row_end = 0;  // the axis picture: end of the current index of dim 0, and its slice
+  size_t axis_slice = 0;
 };
 
 void keep_worst(std::vector<PointRec>& worst, const PointRec& p) {
@@ -448,6 +450,7 @@ struct Pass {
   const double* magnitude_f64;  // null: magnitude.get, or 0 when undefined
   const uint8_t* care_u8;       // null: care.get, or every element when undefined
   bool integer_expected;
+  bool floating;                // the device dtype is floating (ULP metrics)
   int64_t numel;
   int64_t row_len;              // elements per index of dim 0 (axis picture)
   bool balance;
@@ -524,13 +527,17 @@ void compare_element(const Pass& p, int64_t i, double e, double g, Part& part) {
   if (!std::isfinite(er) || !std::isfinite(e) || !std::isfinite(g)) {
     if (!ok) ++m.nonfinite_mismatch;
   } else {
-    add_finite(check, x, part.balance, part.sums, m);
+    add_finite(check, p.floating, x, part.balance, part.sums, m);
   }
   if (poison) ++m.poison_left;
   if (!ok) ++m.mismatches;
   if (!m.axis_budget.empty()) {
-    const int64_t row = i / p.row_len;
-    const auto slice = static_cast<size_t>(row * static_cast<int64_t>(m.axis_budget.size()) / m.axis_rows);
+    if (i >= part.axis_row_end) {  // the next index of dim 0 (elements come in increasing order)
+      const int64_t row = i / p.row_len;
+      part.axis_slice = static_cast<size_t>(row * static_cast<int64_t>(m.axis_budget.size()) / m.axis_rows);
+      part.axis_row_end = (row + 1) * p.row_len;
+    }
+    const size_t slice = part.axis_slice;
     const bool measurable = allowed > 0 && std::isfinite(abs_err);
     const double share = measurable ? abs_err / allowed : 0.0;
     const double v = ok ? share : (measurable ? std::max(share, 1.0) : CompareMetrics::kAxisFailing);
@@ -558,7 +565,9 @@ void compare_block(const Pass& p, int64_t begin, int64_t end, Part& part) {
       if (larger_candidate(cand, part.largest[0])) part.largest[0] = cand;
     } else {
       part.largest.push_back(cand);
-      if (static_cast<int64_t>(part.largest.size()) >= 2 * p.keep_largest) trim_candidates(part.largest, p.keep_largest);
+      if (static_cast<int64_t>(part.largest.size()) >= 2 * p.keep_largest) {
+        trim_candidates(part.largest, p.keep_largest);
+      }
     }
     if (p.row0 >= 0 && part.row_differs < 0 && i >= (p.row0 + 1) * p.width &&
         !same_value(e, p.expected_at(p.row0 * p.width + i % p.width))) {
@@ -668,8 +677,8 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
             expected.dtype() == DType::kF64 ? expected.ptr<double>() : nullptr,
             magnitude.defined() && magnitude.dtype() == DType::kF64 ? magnitude.ptr<double>() : nullptr,
             care.defined() && care.dtype() == DType::kU8 ? care.ptr<uint8_t>() : nullptr,
-            is_integer(expected.dtype()), numel, 1, one_rounding_bound(check), balance_width,
-            allowed_bad(check, numel) + 1, -1, 1};
+            is_integer(expected.dtype()), is_floating(check.device_dtype), numel, 1, one_rounding_bound(check),
+            balance_width, allowed_bad(check, numel) + 1, -1, 1};
   Part total;
   if (got.rank() >= 2 && got.dim(0) >= 2 && numel > 0) {
     total.m.axis_rows = got.dim(0);
