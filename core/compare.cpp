@@ -713,19 +713,8 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
     });
     for (Part& part : parts) merge_part(total, part, pass.keep_largest);
   }
-  m.compared = total.m.compared;
-  m.mismatches = total.m.mismatches;
-  m.poison_left = total.m.poison_left;
-  m.nonfinite_mismatch = total.m.nonfinite_mismatch;
-  m.determined = total.m.determined;
-  m.max_abs = total.m.max_abs;
-  m.max_rel = total.m.max_rel;
-  m.mare = total.m.mare;
-  m.ulp_hist = total.m.ulp_hist;
-  m.max_ulp = total.m.max_ulp;
-  m.budget_used = total.m.budget_used;
-  m.axis_rows = total.m.axis_rows;
-  m.axis_budget = std::move(total.m.axis_budget);
+  total.m.elements = m.elements;
+  m = std::move(total.m);  // the aggregate metrics and the balance verdict come next
   for (const PointRec& f : total.failures) r.first_failures.push_back(make_point(f, got));
   WorstPoints worst;
   for (const PointRec& w : total.worst) worst.emplace_back(w.rank, make_point(w, got));
@@ -815,6 +804,18 @@ std::optional<std::string> row_swap_check(const OutputCheck& check, const Tensor
   return std::nullopt;
 }
 
+// Every cared element as a vacuity candidate: (|expected|, or -1 when not finite; index).
+std::vector<std::pair<double, int64_t>> all_candidates(const Tensor& expected, const Tensor& got,
+                                                       const Tensor& care) {
+  std::vector<std::pair<double, int64_t>> cand;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    if (!cared(care, i)) continue;
+    const double e = expected.get(i);
+    cand.emplace_back(std::isfinite(e) ? std::fabs(e) : -1.0, i);
+  }
+  return cand;
+}
+
 }  // namespace
 
 std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor& expected,
@@ -844,16 +845,7 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
   // NaN or Inf is perturbed into a number, which no check accepts.
   // compare_output gathered the largest ones already when `original` is given.
   const VacuityInputs* known = original != nullptr && original->vacuity.ready ? &original->vacuity : nullptr;
-  std::vector<std::pair<double, int64_t>> cand;
-  if (known != nullptr) {
-    cand = known->largest;
-  } else {
-    for (int64_t i = 0; i < got.numel(); ++i) {
-      if (!cared(care, i)) continue;
-      const double e = expected.get(i);
-      cand.emplace_back(std::isfinite(e) ? std::fabs(e) : -1.0, i);
-    }
-  }
+  auto cand = known != nullptr ? known->largest : all_candidates(expected, got, care);
   const int64_t compared = known != nullptr ? original->metrics.compared : static_cast<int64_t>(cand.size());
   if (compared == 0) return fmt::format("{}: no element is compared (care mask is empty)", check.name);
   const int64_t needed = allowed_bad(check, compared) + 1;

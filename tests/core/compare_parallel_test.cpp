@@ -259,18 +259,30 @@ TEST(CompareParallel, vacuity_from_the_pass_equals_its_own_walk) {
 }
 
 TEST(CompareParallel, error_balance_counted_in_parts_equals_the_whole) {
-  // Errors on every third element with a sign pattern; parts of several sizes (smaller and larger
-  // than a row), absorbed in order, give the whole's verdict.
+  // Errors crowded into a few columns and rows, with a sign pattern; parts of several sizes
+  // (smaller and larger than a row, aligned to it or not) absorbed in order, after a first stretch
+  // added directly, give the whole's counts and limit, and the limit is the one of the column
+  // counts computed here.
   const int64_t rows = 37, width = 53, numel = rows * width;
+  auto erred = [&](int64_t i) { return i % width < 4 || i % 11 == 0 || (i / width) % 9 == 2; };
+  auto sign = [&](int64_t i) { return (i / width) % 4 == 0 ? -1 : 1; };
+  auto away = [&](int64_t i) { return i % 5 == 0 ? 0 : 1; };
   for (int64_t cluster : {int64_t{0}, int64_t{7}}) {
     ErrorBalance whole(numel, width, cluster);
-    for (int64_t i = 0; i < numel; i += 3) whole.add(i, (i / width) % 4 == 0 ? -1 : 1, i % 5 == 0 ? 0 : 1);
-    for (int64_t part : {int64_t{1}, int64_t{10}, int64_t{53}, int64_t{100}, numel}) {
+    for (int64_t i = 0; i < numel; ++i) {
+      if (erred(i)) whole.add(i, sign(i), away(i));
+    }
+    for (int64_t part : {int64_t{1}, int64_t{10}, int64_t{53}, int64_t{100}, int64_t{301}, numel}) {
       ErrorBalance merged(numel, width, cluster);
-      for (int64_t b = 0; b < numel; b += part) {
-        ErrorBalance p(numel, width, cluster, b, std::min(numel, b + part));
-        for (int64_t i = b; i < std::min(numel, b + part); ++i) {
-          if (i % 3 == 0) p.add(i, (i / width) % 4 == 0 ? -1 : 1, i % 5 == 0 ? 0 : 1);
+      const int64_t direct = 30;  // added to the whole's gate itself, before the parts
+      for (int64_t i = 0; i < direct; ++i) {
+        if (erred(i)) merged.add(i, sign(i), away(i));
+      }
+      for (int64_t b = direct; b < numel; b += part) {
+        const int64_t e = std::min(numel, b + part);
+        ErrorBalance p(numel, width, cluster, b, e);
+        for (int64_t i = b; i < e; ++i) {
+          if (erred(i)) p.add(i, sign(i), away(i));
         }
         merged.absorb(p);
       }
@@ -282,6 +294,20 @@ TEST(CompareParallel, error_balance_counted_in_parts_equals_the_whole) {
       EXPECT_EQ(a.limit, b.limit) << "part " << part << " cluster " << cluster;
       EXPECT_EQ(a.balanced, b.balanced);
     }
+    // The limit from the counts per row (cluster) and per column, summed here.
+    std::vector<double> runs(static_cast<size_t>(numel), 0.0), cols(static_cast<size_t>(width), 0.0);
+    double n = 0;
+    for (int64_t i = 0; i < numel; ++i) {
+      if (!erred(i)) continue;
+      runs[static_cast<size_t>(i / (cluster > 0 ? cluster : width))] += 1;
+      cols[static_cast<size_t>(i % width)] += 1;
+      n += 1;
+    }
+    double run_sq = 0, col_sq = 0;
+    for (double c : runs) run_sq += c * c;
+    for (double c : cols) col_sq += c * c;
+    const double limit = ErrorBalance::kZ * std::sqrt(cluster > 0 ? run_sq : std::max(run_sq, col_sq));
+    EXPECT_EQ(whole.verdict().limit, limit >= n ? INFINITY : limit) << "cluster " << cluster;
   }
 }
 
