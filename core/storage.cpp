@@ -1,4 +1,5 @@
-// Tensor byte storage: huge-page mappings for model-sized blocks, malloc below (core/storage.h).
+// Tensor byte storage: 2 MiB-aligned mappings for model-sized blocks, reused when freed; malloc below
+// (core/storage.h).
 #include "core/storage.h"
 
 #include <pthread.h>
@@ -33,9 +34,12 @@ constexpr size_t kPage = 4096;
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 // A fresh private anonymous mapping of round_up(size, 4 KiB) bytes starting on a 2 MiB boundary
-// (huge pages can back only aligned 2 MiB ranges), advised for huge pages; nullptr on failure.
-// Fresh anonymous pages read as zero.
-uint8_t* map_huge_aligned(size_t size, size_t* mapped_bytes) {
+// (so that THP in `always` mode can back it with huge pages); nullptr on failure. Fresh anonymous
+// pages read as zero. Not advised with MADV_HUGEPAGE: measured on this project's VM, a first touch
+// of huge pages cost 2-4x that of 4 KiB pages (1.9 GB: 1.7-3.6 s against 0.8-0.9 s; the nightly
+// mfrg.dsv3_prefill_dropless case: 13.2 against 6.5 system seconds), presumably because fresh
+// 2 MiB blocks are the ones the guest returned to the host; unmapping them was 40x cheaper.
+uint8_t* map_aligned(size_t size, size_t* mapped_bytes) {
   const size_t length = round_up(size, kPage);
   const size_t span = length + Storage::kHugePage - kPage;  // enough to find an aligned start
   void* base = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -45,15 +49,13 @@ uint8_t* map_huge_aligned(size_t size, size_t* mapped_bytes) {
   if (aligned > first) munmap(base, aligned - first);
   const uintptr_t end = first + span;
   if (end > aligned + length) munmap(reinterpret_cast<void*>(aligned + length), end - (aligned + length));
-  // Advice only: without THP the mapping still works, with 4 KiB pages.
-  madvise(reinterpret_cast<void*>(aligned), length, MADV_HUGEPAGE);
   *mapped_bytes = length;
   return reinterpret_cast<uint8_t*>(aligned);
 }
 
 // Freed mappings kept for reuse. A fresh mapping costs a page fault and the kernel's zeroing of
-// every page on first touch (here 15-300 ms for 147 MB of huge pages, depending on compaction and
-// on the load, against 5 ms to memset resident memory), and references, clones and vacuity copies
+// every page on first touch (here 55 ms for 147 MB, against 3-5 ms to memset resident memory),
+// and references, clones and vacuity copies
 // of the same sizes come and go within one case and in every benchmark iteration. Bounded, so a
 // long process holds at most kMaxBytes of freed memory.
 class BlockCache {
@@ -162,10 +164,10 @@ std::shared_ptr<Storage> Storage::allocate(size_t size, Init init) {
       if (init == Init::kZeroed) std::memset(s->data_, 0, size);
       return s;
     }
-    s->data_ = map_huge_aligned(size, &s->mapped_bytes_);
+    s->data_ = map_aligned(size, &s->mapped_bytes_);
     if (s->data_ == nullptr) {
       cache.release();
-      s->data_ = map_huge_aligned(size, &s->mapped_bytes_);
+      s->data_ = map_aligned(size, &s->mapped_bytes_);
     }
     if (s->data_ == nullptr) throw std::bad_alloc();
     return s;  // fresh pages read as zero, whatever `init` asks

@@ -1,10 +1,9 @@
 // The bytes behind tensors (core/tensor.h). Model-sized tensors are allocated, first touched and
-// freed once per case, and with 4 KiB pages that (page faults, the kernel's zeroing, then a
-// second zeroing by std::vector) cost more than the references computing into them. So blocks of
-// 2 MiB or more are mapped directly, 2 MiB-aligned and advised for transparent huge pages (THP in
-// `madvise` mode, the Debian default): one fault per 2 MiB, and fresh pages arrive zeroed, so a
-// zeroed block is not written again. Freed blocks are kept (at most 1 GiB) and reused, resident,
-// by later blocks of about their size. Smaller blocks come from calloc/malloc.
+// freed once per case, and with std::vector that cost more than the references computing into them
+// (page faults, the kernel's zeroing, then a second zeroing by std::vector). So blocks of 2 MiB or
+// more are mapped directly (2 MiB-aligned), fresh pages, already zero, are not zeroed again, and
+// freed blocks are kept (at most 1 GiB) and reused, resident, by later blocks of about their size.
+// Smaller blocks come from calloc/malloc.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +19,7 @@ class Storage {
     kZeroed,
     kUninitialized,  // unspecified bytes: the caller writes every one before reading any
   };
-  // From this size on, blocks are mapped directly and advised for huge pages.
+  // From this size on, blocks are mapped directly.
   static constexpr size_t kHugePage = size_t{2} << 20;
 
   // `size` bytes; throws std::bad_alloc when the memory is not there (as std::vector does).
@@ -36,7 +35,7 @@ class Storage {
   // for a length of 0 (UBSan reports it), so empty storage points at a shared aligned byte.
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
-  // Whether the bytes are a direct mapping advised for huge pages (tests and benchmarks).
+  // Whether the bytes are a direct mapping (tests and benchmarks).
   bool mapped() const { return mapped_bytes_ > 0; }
   // Bytes of freed mappings kept for reuse in this process (tests).
   static size_t cached_bytes();

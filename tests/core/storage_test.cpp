@@ -1,5 +1,5 @@
 // Unit tests of core/storage: zeroed blocks read as zero whatever memory they reuse, large blocks
-// are 2 MiB-aligned mappings advised for huge pages, empty storage hands out a pointer, and
+// are 2 MiB-aligned mappings reused after they are freed, empty storage hands out a pointer, and
 // fill_pattern matches an element-by-element loop.
 
 #include "core/storage.h"
@@ -8,8 +8,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -78,33 +76,6 @@ TEST(Storage, large_blocks_are_aligned_mappings) {
   // Every byte is usable, the last one included.
   large->data()[large->size() - 1] = 7;
   EXPECT_EQ(large->data()[large->size() - 1], 7);
-}
-
-// The kernel reports per mapping whether it may back it with transparent huge pages
-// (THPeligible); with THP in `madvise` mode only advised mappings are eligible.
-TEST(Storage, large_blocks_are_eligible_for_huge_pages) {
-  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string modes;
-  std::getline(thp, modes);
-  if (modes.find("[never]") != std::string::npos || modes.empty()) GTEST_SKIP() << "THP off on this host";
-  if (!maps_large_blocks()) GTEST_SKIP() << "AddressSanitizer build: large blocks stay on its heap";
-  auto large = Storage::allocate(Storage::kHugePage * 4, Storage::Init::kZeroed);
-  const auto start = reinterpret_cast<uintptr_t>(large->data());
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool in_block = false;
-  int eligible = -1;
-  while (std::getline(smaps, line)) {
-    uintptr_t lo = 0, hi = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
-      in_block = lo <= start && start < hi;
-      continue;
-    }
-    if (in_block && line.rfind("THPeligible:", 0) == 0) eligible = std::stoi(line.substr(12));
-  }
-  EXPECT_EQ(eligible, 1);
 }
 
 // A freed block is reused, resident, by the next block of about its size, and not by one less
