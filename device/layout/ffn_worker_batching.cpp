@@ -206,10 +206,8 @@ TensorMap parse_token_data(const Params& p, const Tensor& data) {
 
 TensorMap pack(const Params& p, const TensorMap& canonical) {
   TensorMap images;
-  // These images are the canonical bytes: they share their storage (nothing writes an input; RECV's
-  // in-place buffers are separate output images the backend copies the input into).
   for (const char* name : {"scheduleContext", "tokenInfoBuf", "sessionIdsBuf", "microBatchIdsBuf", "expertIdsBuf"}) {
-    if (canonical.count(name)) images[name] = canonical.at(name);
+    if (canonical.count(name)) images[name] = canonical.at(name).clone();
   }
   const auto scales = canonical.find("tokenScales");
   images["tokenDataBuf"] =

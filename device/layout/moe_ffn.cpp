@@ -3,10 +3,11 @@
 
 namespace opgate::layout::moe_ffn {
 
-// The images share the canonical tensors' storage: nothing writes an input (the guards stage
-// fails a device that does, before anything reads the canonical tensors again), so a copy of
-// every input per case would buy nothing.
-TensorMap pack(const Params& /*p*/, const TensorMap& canonical) { return canonical; }
+TensorMap pack(const Params& /*p*/, const TensorMap& canonical) {
+  TensorMap images;
+  for (const auto& [name, t] : canonical) images[name] = t.clone();
+  return images;
+}
 
 SpecMap output_images(const Params& /*p*/, const SpecMap& specs) { return {{"y", specs.at("y")}}; }
 
