@@ -30,25 +30,29 @@ GuardedBuffer make_guarded(DType dtype, const Shape& shape, size_t guard_bytes) 
   GuardedBuffer b;
   b.guard_bytes = guard_bytes;
   const size_t body = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
-  b.storage = std::make_shared<std::vector<uint8_t>>(body + 2 * guard_bytes);
+  // Every byte is written below: the guards, then the body with the poison pattern.
+  b.storage = Storage::allocate(body + 2 * guard_bytes, Storage::Init::kUninitialized);
+  uint8_t* bytes = b.storage->data();
   for (size_t i = 0; i < guard_bytes; ++i) {
-    (*b.storage)[i] = guard_byte(i);
-    (*b.storage)[guard_bytes + body + i] = guard_byte(i + guard_bytes);
+    bytes[i] = guard_byte(i);
+    bytes[guard_bytes + body + i] = guard_byte(i + guard_bytes);
   }
   b.tensor = Tensor::view(dtype, shape, b.storage, guard_bytes);
-  const uint64_t poison = poison_bits(dtype);
-  for (int64_t i = 0; i < b.tensor.numel(); ++i) b.tensor.set_bits(i, poison);
+  uint8_t poison[8];
+  store_bits(dtype, poison, poison_bits(dtype));
+  fill_pattern(b.tensor.data(), body, poison, dtype_size(dtype));
   return b;
 }
 
 std::string check_guards(const GuardedBuffer& b) {
   const size_t body = b.tensor.nbytes();
+  const uint8_t* bytes = b.storage->data();
   size_t before = 0, after = 0, first_before = 0, first_after = 0;
   for (size_t i = 0; i < b.guard_bytes; ++i) {
-    if ((*b.storage)[i] != guard_byte(i)) {
+    if (bytes[i] != guard_byte(i)) {
       if (before++ == 0) first_before = b.guard_bytes - i;
     }
-    if ((*b.storage)[b.guard_bytes + body + i] != guard_byte(i + b.guard_bytes)) {
+    if (bytes[b.guard_bytes + body + i] != guard_byte(i + b.guard_bytes)) {
       if (after++ == 0) first_after = i;
     }
   }

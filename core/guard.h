@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "core/tensor.h"
 
@@ -17,7 +16,7 @@ uint64_t poison_bits(DType t);
 
 struct GuardedBuffer {
   Tensor tensor;                 // view of the body; what the backend writes into
-  std::shared_ptr<std::vector<uint8_t>> storage;
+  std::shared_ptr<Storage> storage;
   size_t guard_bytes = 0;
 };
 

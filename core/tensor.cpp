@@ -113,19 +113,22 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
 Tensor Tensor::zeros(DType dtype, Shape shape) {
   Tensor t;
   t.set_layout(dtype, std::move(shape));
-  t.storage_ = std::make_shared<std::vector<uint8_t>>(t.nbytes(), uint8_t{0});
+  t.storage_ = Storage::allocate(t.nbytes(), Storage::Init::kZeroed);
+  return t;
+}
+
+Tensor Tensor::empty(DType dtype, Shape shape) {
+  Tensor t;
+  t.set_layout(dtype, std::move(shape));
+  t.storage_ = Storage::allocate(t.nbytes(), Storage::Init::kUninitialized);
   return t;
 }
 
 Tensor Tensor::full(DType dtype, Shape shape, double value) {
-  Tensor t = zeros(dtype, std::move(shape));
-  const size_t size = dtype_size(dtype);
+  Tensor t = empty(dtype, std::move(shape));
   uint8_t element_bytes[8] = {};
   store_element(dtype, element_bytes, value);
-  const int64_t numel = t.numel();
-  for (int64_t i = 0; i < numel; ++i) {
-    std::memcpy(t.data() + static_cast<size_t>(i) * size, element_bytes, size);
-  }
+  fill_pattern(t.data(), t.nbytes(), element_bytes, dtype_size(dtype));
   return t;
 }
 
@@ -145,12 +148,11 @@ Expected<Tensor> Tensor::from_bytes(DType dtype, Shape shape, std::vector<uint8_
   }
   Tensor t;
   t.set_layout(dtype, std::move(shape));
-  t.storage_ = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+  t.storage_ = Storage::adopt(std::move(bytes));
   return t;
 }
 
-Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<std::vector<uint8_t>> storage,
-                    size_t byte_offset) {
+Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_t byte_offset) {
   OPGATE_CHECK(storage != nullptr, "view of null storage");
   Tensor t;
   t.set_layout(dtype, std::move(shape));
@@ -164,7 +166,7 @@ Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<std::vector<uint8_
 }
 
 Tensor Tensor::from_values(DType dtype, Shape shape, const std::vector<double>& values) {
-  Tensor t = zeros(dtype, std::move(shape));
+  Tensor t = empty(dtype, std::move(shape));
   OPGATE_CHECK(static_cast<int64_t>(values.size()) == t.numel(),
                fmt::format("{} values for shape {}", values.size(), shape_to_string(t.shape_)));
   for (size_t i = 0; i < values.size(); ++i) t.set(static_cast<int64_t>(i), values[i]);
@@ -199,8 +201,9 @@ std::vector<int64_t> Tensor::unravel(int64_t flat) const {
 Tensor Tensor::clone() const {
   if (!defined()) return Tensor();
   Tensor t = *this;
-  t.storage_ = std::make_shared<std::vector<uint8_t>>(data(), data() + nbytes());
+  t.storage_ = Storage::allocate(nbytes(), Storage::Init::kUninitialized);
   t.offset_ = 0;
+  std::memcpy(t.data(), data(), nbytes());
   return t;
 }
 
@@ -225,7 +228,7 @@ Tensor Tensor::reinterpreted(DType dtype) const {
 Tensor Tensor::converted(DType dtype, Rounding r) const {
   OPGATE_CHECK(defined(), "conversion of an undefined tensor");
   if (dtype == dtype_) return clone();
-  Tensor out = zeros(dtype, shape_);
+  Tensor out = empty(dtype, shape_);
   const bool exact_integer = is_counting_integer(dtype_) && is_counting_integer(dtype);
   const int64_t n = numel();
   for (int64_t i = 0; i < n; ++i) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/storage.h"
 
 namespace opgate {
 
@@ -24,13 +25,14 @@ class Tensor {
   Tensor() = default;
   // Zero-filled tensor.
   static Tensor zeros(DType dtype, Shape shape);
+  // Uninitialised tensor (torch.empty): for callers that write every byte before reading any.
+  static Tensor empty(DType dtype, Shape shape);
   // Every element set to `value` (rounded to nearest even).
   static Tensor full(DType dtype, Shape shape, double value);
   // Takes ownership of `bytes`, which must hold exactly numel * dtype_size bytes.
   static Expected<Tensor> from_bytes(DType dtype, Shape shape, std::vector<uint8_t> bytes);
   // A view of `storage` starting at `byte_offset` (used for guarded output buffers).
-  static Tensor view(DType dtype, Shape shape, std::shared_ptr<std::vector<uint8_t>> storage,
-                     size_t byte_offset);
+  static Tensor view(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_t byte_offset);
   // 1-D tensors from host values (tests and hand examples).
   static Tensor from_values(DType dtype, Shape shape, const std::vector<double>& values);
 
@@ -44,7 +46,8 @@ class Tensor {
   std::vector<int64_t> strides() const { return contiguous_strides(shape_); }
 
   // Never null for a defined tensor, even an empty one: memcpy/memset of 0 bytes from a null
-  // pointer is undefined behaviour (UBSan reports it), so empty storage points at a shared byte.
+  // pointer is undefined behaviour (UBSan reports it), so empty storage points at a shared byte
+  // (Storage::data()).
   uint8_t* data() { return storage_ ? bytes() + offset_ : nullptr; }
   const uint8_t* data() const { return storage_ ? bytes() + offset_ : nullptr; }
   template <class T>
@@ -81,13 +84,10 @@ class Tensor {
   Shape shape_;
   int64_t numel_ = 1;        // cached shape_numel(shape_)
   size_t element_size_ = 4;  // cached dtype_size(dtype_)
-  std::shared_ptr<std::vector<uint8_t>> storage_;
+  std::shared_ptr<Storage> storage_;
   size_t offset_ = 0;
 
-  uint8_t* bytes() const {
-    alignas(64) static uint8_t empty_storage[64] = {};
-    return storage_->empty() ? empty_storage : storage_->data();
-  }
+  uint8_t* bytes() const { return storage_->data(); }
 };
 
 // name -> tensor; names are the aclnn parameter names verbatim.

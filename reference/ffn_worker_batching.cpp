@@ -167,7 +167,7 @@ int32_t key_at(const Params& p, const TensorMap& in, int64_t f) {
 // A tensor of `spec` whose every element has all bits set (the reference's own poison for
 // elements the API leaves undefined) and a care mask of zeros.
 std::pair<Tensor, Tensor> undefined_output(const TensorSpec& spec) {
-  Tensor t = Tensor::zeros(spec.dtype, spec.shape);
+  Tensor t = Tensor::empty(spec.dtype, spec.shape);
   std::memset(t.data(), 0xFF, t.nbytes());
   return {t, Tensor::zeros(DType::kU8, spec.shape)};
 }
@@ -321,8 +321,8 @@ RefOutputs reference(const Params& p, const TensorMap& in) {
   RefOutputs out;
   for (const auto& [name, spec] : s) {
     if (name == kContext) continue;
-    // y's first `actual` rows are copied below; only the rows after them need the poison.
-    auto [t, care] = name == "y" ? std::pair{Tensor::zeros(spec.dtype, spec.shape), Tensor::zeros(DType::kU8, spec.shape)}
+    // Every byte of y and of its care mask is written below (rows copied or poisoned; care 1 or 0).
+    auto [t, care] = name == "y" ? std::pair{Tensor::empty(spec.dtype, spec.shape), Tensor::empty(DType::kU8, spec.shape)}
                                  : undefined_output(spec);
     out.expected[name] = t;
     out.care[name] = care;
@@ -330,15 +330,25 @@ RefOutputs reference(const Params& p, const TensorMap& in) {
   const Tensor& tokens = in.at(kTokens);
   const size_t row_bytes = static_cast<size_t>(d.h) * dtype_size(tokens.dtype());
   Tensor& y = out.expected.at("y");
-  std::memset(y.data() + static_cast<size_t>(actual) * row_bytes, 0xFF, y.nbytes() - static_cast<size_t>(actual) * row_bytes);
-  // The payload copy, in blocks of rows over the project's threads (each row has one source).
+  Tensor& y_care = out.care.at("y");
+  const int64_t y_rows = y.dim(0);
+  // Row i < actual: the payload of the i-th batched entry, cared for (care masks are U8, 1 =
+  // compare); later rows: all-ones poison, not cared for. In blocks of rows over the project's
+  // threads (each row has one source), so the first touch of fresh pages is parallel too.
   constexpr int64_t kRowsPerBlock = 64;
-  math::parallel_for((actual + kRowsPerBlock - 1) / kRowsPerBlock, [&](int64_t blk) {
-    for (int64_t i = blk * kRowsPerBlock; i < std::min(actual, (blk + 1) * kRowsPerBlock); ++i) {
+  math::parallel_for((y_rows + kRowsPerBlock - 1) / kRowsPerBlock, [&](int64_t blk) {
+    for (int64_t i = blk * kRowsPerBlock; i < std::min(y_rows, (blk + 1) * kRowsPerBlock); ++i) {
+      uint8_t* dst = y.data() + static_cast<size_t>(i) * row_bytes;
+      uint8_t* care = y_care.data() + static_cast<size_t>(i * d.h);
+      if (i >= actual) {
+        std::memset(dst, 0xFF, row_bytes);
+        std::memset(care, 0, static_cast<size_t>(d.h));
+        continue;
+      }
       const Entry& x = order[static_cast<size_t>(i)];
       const int64_t slot = ((x.session * p.micro_batch_num + x.micro_batch) * d.bs + x.token) * d.k + x.slot;
-      std::memcpy(y.data() + static_cast<size_t>(i) * row_bytes, tokens.data() + static_cast<size_t>(slot) * row_bytes,
-                  row_bytes);
+      std::memcpy(dst, tokens.data() + static_cast<size_t>(slot) * row_bytes, row_bytes);
+      std::memset(care, 1, static_cast<size_t>(d.h));
     }
   });
   for (int64_t i = 0; i < actual; ++i) {
@@ -353,8 +363,6 @@ RefOutputs reference(const Params& p, const TensorMap& in) {
     }
     for (const char* name : {"sessionIds", "microBatchIds", "tokenIds", "expertOffsets"}) out.care.at(name).set(i, 1.0);
   }
-  // Every element of the first `actual` rows of y is cared for (care masks are U8, 1 = compare).
-  std::memset(out.care.at("y").data(), 1, static_cast<size_t>(actual * d.h));
 
   // Compact [id, count] rows, then one [0, 0] terminator if there is room. NORM's single-core lister
   // emits [first id, 0] when no entry is valid, reading the id from a buffer it never loaded.

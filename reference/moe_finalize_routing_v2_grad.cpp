@@ -331,9 +331,10 @@ RefOutputs reference(const Params& p, const TensorMap& inputs) {
   const Tensor* ei = use_bias ? &inputs.at(kExpertIdx) : nullptr;
   const Tensor* b = use_bias ? &inputs.at(kBias) : nullptr;
 
-  Tensor gx = Tensor::zeros(DType::kF64, s.at(kGradX).shape);
-  Tensor gx_care = Tensor::zeros(DType::kU8, s.at(kGradX).shape);  // U8 care: 1 = compare
-  if (p.drop_pad_mode == 1) std::memset(gx_care.data(), 1, gx_care.nbytes());
+  // Every byte of gradExpandedX and its care mask is written once below: addressed rows by their
+  // slot, the others as zeros (U8 care: 1 = compare; unaddressed rows are compared in dropPadMode 1).
+  Tensor gx = Tensor::empty(DType::kF64, s.at(kGradX).shape);
+  Tensor gx_care = Tensor::empty(DType::kU8, s.at(kGradX).shape);
   const Shape gs_shape = s.at(kGradScales).shape;
   Tensor gs = Tensor::zeros(DType::kF64, gs_shape);
   Tensor gs_mag = Tensor::zeros(DType::kF64, gs_shape);
@@ -432,6 +433,15 @@ RefOutputs reference(const Params& p, const TensorMap& inputs) {
   } else {
     for (int64_t r = 0; r < tokens; ++r) token(r);
   }
+  constexpr int64_t kRowsPerBlock = 64;
+  const uint8_t unaddressed_care = p.drop_pad_mode == 1 ? 1 : 0;
+  math::parallel_for((d0 + kRowsPerBlock - 1) / kRowsPerBlock, [&](int64_t blk) {
+    for (int64_t row = blk * kRowsPerBlock; row < std::min(d0, (blk + 1) * kRowsPerBlock); ++row) {
+      if (written[static_cast<size_t>(row)] != 0) continue;
+      std::memset(gx_data + row * h, 0, static_cast<size_t>(h) * sizeof(double));
+      std::memset(gx_care_data + row * h, unaddressed_care, static_cast<size_t>(h));
+    }
+  });
 
   RefOutputs out;
   out.expected[kGradX] = std::move(gx);

@@ -162,13 +162,19 @@ Tensor pack_token_data(const Params& p, const Tensor& tokens, const Tensor* scal
   const fwb_ref::Dims d = fwb_ref::dims(p);
   const int64_t slots = d.a * p.micro_batch_num * d.bs * d.k;
   const auto payload = static_cast<size_t>(d.h) * dtype_size(tokens.dtype());
-  Tensor data = Tensor::zeros(DType::kU8, {slots * p.token_size});
+  const auto slot_bytes = static_cast<size_t>(p.token_size);
+  // Bytes after the payload (after the scale on the int8 path) keep the slot poison; one template
+  // of it is computed once and copied into every slot.
+  const size_t filled = payload + (scales != nullptr ? 4 : 0);
+  std::vector<uint8_t> tail(slot_bytes > filled ? slot_bytes - filled : 0);
+  for (size_t b = 0; b < tail.size(); ++b) tail[b] = slot_poison(static_cast<int64_t>(filled + b));
+  Tensor data = Tensor::empty(DType::kU8, {slots * p.token_size});  // every byte is written below
   for (int64_t t = 0; t < slots; ++t) {
     // Slots are numbered in (s, m, bs, k) order, so slot t starts at t * HS.
-    uint8_t* slot = data.data() + t * p.token_size;
-    for (int64_t b = 0; b < p.token_size; ++b) slot[b] = slot_poison(b);
+    uint8_t* slot = data.data() + static_cast<size_t>(t) * slot_bytes;
     std::memcpy(slot, tokens.data() + static_cast<size_t>(t) * payload, payload);
-    if (scales != nullptr) std::memcpy(slot + d.h, scales->data() + t * 4, 4);
+    if (scales != nullptr) std::memcpy(slot + payload, scales->data() + t * 4, 4);
+    std::memcpy(slot + filled, tail.data(), tail.size());
   }
   return data;
 }

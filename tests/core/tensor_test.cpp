@@ -75,14 +75,14 @@ TEST(TensorFactory, from_bytes_checks_the_size) {
 }
 
 TEST(TensorFactory, view_writes_into_shared_storage) {
-  auto storage = std::make_shared<std::vector<uint8_t>>(16, uint8_t{0xAA});
+  auto storage = Storage::adopt(std::vector<uint8_t>(16, uint8_t{0xAA}));
   Tensor v = Tensor::view(DType::kF32, {2}, storage, 4);
   v.set(0, 1.5);
   float stored;
   std::memcpy(&stored, storage->data() + 4, sizeof stored);
   EXPECT_EQ(stored, 1.5f);
-  EXPECT_EQ((*storage)[0], 0xAA);  // the guard byte before the view is untouched
-  EXPECT_EQ((*storage)[12], 0xAA);
+  EXPECT_EQ(storage->data()[0], 0xAA);  // the guard byte before the view is untouched
+  EXPECT_EQ(storage->data()[12], 0xAA);
   EXPECT_DEATH(Tensor::view(DType::kF32, {4}, storage, 4), "internal check failed");
 }
 
@@ -136,7 +136,7 @@ TEST(TensorSharing, copies_share_and_clone_is_deep) {
   EXPECT_EQ(deep.get(0), 1.0);
   EXPECT_FALSE(Tensor().clone().defined());
   // A clone of a view copies only the viewed bytes.
-  auto storage = std::make_shared<std::vector<uint8_t>>(8, uint8_t{0});
+  auto storage = Storage::allocate(8, Storage::Init::kZeroed);
   Tensor v = Tensor::view(DType::kU8, {2}, storage, 3);
   v.set(1, 5);
   Tensor vc = v.clone();
