@@ -7,15 +7,15 @@
 source "$(dirname "$0")/lib.sh" "$@"
 SMOKE="$SRC/cases/moe_finalize_routing_v2_grad/smoke.json"
 
-# A case file: quick smoke cases around one case that computes for a while on emu (a 512-token
-# MoeFFN with 1024 x 2048 weights: about 2^30 multiply-adds in the reference and again in the
-# emulator), so that a signal or a kill lands while a case child is running.
+# A case file: quick smoke cases around one case that computes for a while on emu (a 2048-token
+# MoeFFN with 2048 x 2816 weights: about 2^34 multiply-adds in the reference and again in the
+# emulator, 2-3 s on 2 cores), so that a signal or a kill lands while a case child is running.
 python3 - "$SRC/cases/moe_ffn/smoke.json" "$WORK/slow.json" <<'P'
 import json, sys
 d = json.load(open(sys.argv[1]))
 quick = d["cases"][:2]
 slow = {"id": "mffn.process_test_slow.f16.001",
-        "params": {"expertTokens": [512], "K1": 1024, "N1": 2048, "bias1": True, "bias2": True},
+        "params": {"expertTokens": [2048], "K1": 2048, "N1": 2816, "bias1": True, "bias2": True},
         "seed": 7, "fill": "realistic"}
 d["cases"] = [quick[0], slow, quick[1]]
 json.dump(d, open(sys.argv[2], "w"))
