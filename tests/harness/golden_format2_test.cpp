@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/harness/golden_testing.h"
+
 #include "core/backend.h"
 #include "core/npy.h"
 #include "harness/runner.h"
@@ -23,35 +25,17 @@ const char kMag[] = "expected/gradScalesOut.mag.npy";
 
 using golden_folder::sha256_hex;
 
-bool mentions(const std::vector<std::string>& lines, const std::string& text) {
-  for (const auto& l : lines) {
-    if (l.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
+using golden_testing::mentions;
 
-class GoldenFormat2 : public ::testing::Test {
+class GoldenFormat2 : public golden_testing::GoldenFolderTest {
  protected:
+  GoldenFormat2() : GoldenFolderTest(kOp, kId) {}
   void SetUp() override {
-    char tmpl[] = "/tmp/opgate_golden2_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-    auto cases = load_case_file(std::string(OPGATE_SOURCE_DIR) + "/cases/" + kOp + "/smoke.json");
-    ASSERT_TRUE(cases) << cases.status().message();
-    cases_ = *cases;
-    for (const auto& c : cases_) {
-      if (c.id == kId) case_ = c;
-    }
-    ASSERT_EQ(case_.id, kId);
-    ASSERT_TRUE(regenerate_golden(root_, case_, "test").is_ok());
-    dir_ = golden_case_dir(root_, kOp, kId);
+    GoldenFolderTest::SetUp();
+    if (HasFatalFailure()) return;
     opt_.against_golden = true;
     opt_.golden_root = root_;
   }
-  void TearDown() override { std::filesystem::remove_all(root_); }
-
-  nlohmann::json manifest() const { return nlohmann::json::parse(read_file(dir_ + "/manifest.json").value()); }
-  void write_manifest(const nlohmann::json& m) const { std::ofstream(dir_ + "/manifest.json") << m.dump(); }
   // Writes `t` as `rel` and lists it in the manifest with its true digest, dtype and shape, so only
   // the format's own checks can object.
   void put_tensor(const std::string& rel, const Tensor& t) const {
@@ -85,9 +69,6 @@ class GoldenFormat2 : public ::testing::Test {
     return run_case(case_, **emu, opt);
   }
 
-  std::string root_, dir_;
-  std::vector<Case> cases_;
-  Case case_;
   RunOptions opt_;
 };
 

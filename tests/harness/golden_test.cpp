@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "tests/harness/golden_testing.h"
+
 #include "core/backend.h"
 #include "core/npy.h"
 #include "harness/runner.h"
@@ -22,33 +24,11 @@ const char kId[] = "mfrg.scales_dropless.f16.001";
 
 using golden_folder::sha256_hex;
 
-bool mentions(const std::vector<std::string>& lines, const std::string& text) {
-  for (const auto& l : lines) {
-    if (l.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
+using golden_testing::mentions;
 
-class Golden : public ::testing::Test {
+class Golden : public golden_testing::GoldenFolderTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/opgate_golden_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-    auto cases = load_case_file(std::string(OPGATE_SOURCE_DIR) + "/cases/" + kOp + "/smoke.json");
-    ASSERT_TRUE(cases) << cases.status().message();
-    cases_ = *cases;
-    for (const auto& c : cases_) {
-      if (c.id == kId) case_ = c;
-    }
-    ASSERT_EQ(case_.id, kId);
-    ASSERT_TRUE(regenerate_golden(root_, case_, "test").is_ok());
-    dir_ = golden_case_dir(root_, kOp, kId);
-  }
-  void TearDown() override { std::filesystem::remove_all(root_); }
-
-  nlohmann::json manifest() const { return nlohmann::json::parse(read_file(dir_ + "/manifest.json").value()); }
-  void write_manifest(const nlohmann::json& m) const { std::ofstream(dir_ + "/manifest.json") << m.dump(); }
+  Golden() : GoldenFolderTest(kOp, kId) {}
   // Rewrites expected/gradScalesOut.npy with its last element changed by `delta`; with
   // `fix_digest` the manifest is updated too, so only recomputation can tell.
   void change_expected(double delta, bool fix_digest) const {
@@ -62,9 +42,6 @@ class Golden : public ::testing::Test {
     write_manifest(m);
   }
 
-  std::string root_, dir_;
-  std::vector<Case> cases_;
-  Case case_;
 };
 
 TEST_F(Golden, a_fresh_folder_reads_and_verifies) {
