@@ -114,8 +114,10 @@ __attribute__((target("avx2"))) void run_avx2(uint64_t key, uint64_t stream, uin
 
 // GCC 12 warns that the intrinsics' internal _mm512_undefined_epi32() pass-through "may be used
 // uninitialized" (GCC bug 105593, fixed in 13); the value is never read.
+#if defined(__GNUC__) && !defined(__clang__)  // a GCC-only warning; clang rejects the unknown group
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 __attribute__((target("avx512f"))) void run_avx512(uint64_t key, uint64_t stream, uint64_t first, int64_t n,
                                                    Reduce reduce, uint64_t* out) {
   constexpr int kLanes = 16;
@@ -171,7 +173,9 @@ __attribute__((target("avx512f"))) void run_avx512(uint64_t key, uint64_t stream
   }
   run_scalar(key, stream, first + static_cast<uint64_t>(i), n - i, reduce, out + i);
 }
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 RngPath widest_supported() {
   if (rng_path_supported(RngPath::kAvx512)) return RngPath::kAvx512;
