@@ -174,7 +174,7 @@ Tensor pack_token_data(const Params& p, const Tensor& tokens, const Tensor* scal
     uint8_t* slot = data.data() + static_cast<size_t>(t) * slot_bytes;
     std::memcpy(slot, tokens.data() + static_cast<size_t>(t) * payload, payload);
     if (scales != nullptr) std::memcpy(slot + payload, scales->data() + t * 4, 4);
-    std::memcpy(slot + filled, tail.data(), tail.size());
+    if (!tail.empty()) std::memcpy(slot + filled, tail.data(), tail.size());  // an empty vector's data() may be null
   }
   return data;
 }
