@@ -75,7 +75,10 @@ double from_bits(uint64_t b) {
 }
 int exponent_of(uint64_t bits) { return static_cast<int>((bits >> 52) & 0x7FF) - 1023; }
 
-double fast_round(DType T, double v, Rounding r) {
+// Called per element of every output: always inlined.
+#define OPGATE_HOT inline __attribute__((always_inline))
+
+OPGATE_HOT double fast_round(DType T, double v, Rounding r) {
   const NormalRange f = normal_range(T);
   const uint64_t b = bits_of(v);
   if (exponent_of(b) >= f.emin && exponent_of(b) <= f.emax) {
@@ -84,8 +87,9 @@ double fast_round(DType T, double v, Rounding r) {
     const uint64_t rest = b & (unit - 1);
     const uint64_t half = unit >> 1;
     uint64_t out = b - rest;
-    const bool tie_up = r == Rounding::kHalfAway || (out & unit) != 0;
-    if (r != Rounding::kTowardZero && (rest > half || (rest == half && tie_up))) out += unit;
+    // Bitwise, not short-circuit: the operands are random bits, so a branch would mispredict.
+    const bool tie_up = (r == Rounding::kHalfAway) | ((out & unit) != 0);
+    out += unit * static_cast<uint64_t>((r != Rounding::kTowardZero) & ((rest > half) | ((rest == half) & tie_up)));
     if (exponent_of(out) <= f.emax) return from_bits(out);  // else it overflows: the general path
   }
   return round_to(T, v, r);
@@ -478,7 +482,7 @@ const double* f16_values() {
 
 // Element i of the storage of a tensor of dtype D, as double (what Tensor::get returns).
 template <DType D>
-double load_typed(const uint8_t* base, int64_t i) {
+OPGATE_HOT double load_typed(const uint8_t* base, int64_t i) {
   if constexpr (D == DType::kF64 || D == DType::kF32 || D == DType::kI32) {
     using S = std::conditional_t<D == DType::kF64, double, std::conditional_t<D == DType::kF32, float, int32_t>>;
     S v;
@@ -549,6 +553,23 @@ void compare_element(const Pass& p, int64_t i, double e, double g, Part& part) {
   }
 }
 
+// The vacuity check's candidates and the row it would swap with row0, for the cared element i.
+OPGATE_HOT void note_vacuity(const Pass& p, int64_t i, double e, Part& part) {
+  const std::pair<double, int64_t> cand{std::isfinite(e) ? std::fabs(e) : -1.0, i};
+  if (static_cast<int64_t>(part.largest.size()) < p.keep_largest) {
+    part.largest.push_back(cand);
+  } else if (p.keep_largest == 1) {
+    if (larger_candidate(cand, part.largest[0])) part.largest[0] = cand;
+  } else {
+    part.largest.push_back(cand);
+    if (static_cast<int64_t>(part.largest.size()) >= 2 * p.keep_largest) trim_candidates(part.largest, p.keep_largest);
+  }
+  if (p.row0 >= 0 && part.row_differs < 0 && i >= (p.row0 + 1) * p.width &&
+      !same_value(e, p.expected_at(p.row0 * p.width + i % p.width))) {
+    part.row_differs = i / p.width;
+  }
+}
+
 // The elements [begin, end), with got's storage read as dtype G.
 template <DType G>
 void compare_block(const Pass& p, int64_t begin, int64_t end, Part& part) {
@@ -557,37 +578,84 @@ void compare_block(const Pass& p, int64_t begin, int64_t end, Part& part) {
     if (!p.cared_at(i)) continue;
     const double e = p.expected_at(i);
     compare_element(p, i, e, load_typed<G>(got, i), part);
-    // The vacuity check's candidates and the row it would swap with row0.
-    const std::pair<double, int64_t> cand{std::isfinite(e) ? std::fabs(e) : -1.0, i};
-    if (static_cast<int64_t>(part.largest.size()) < p.keep_largest) {
-      part.largest.push_back(cand);
-    } else if (p.keep_largest == 1) {
-      if (larger_candidate(cand, part.largest[0])) part.largest[0] = cand;
-    } else {
-      part.largest.push_back(cand);
-      if (static_cast<int64_t>(part.largest.size()) >= 2 * p.keep_largest) {
-        trim_candidates(part.largest, p.keep_largest);
-      }
-    }
-    if (p.row0 >= 0 && part.row_differs < 0 && i >= (p.row0 + 1) * p.width &&
-        !same_value(e, p.expected_at(p.row0 * p.width + i % p.width))) {
-      part.row_differs = i / p.width;
-    }
+    note_vacuity(p, i, e, part);
   }
 }
 
+// An exact check's matching elements (finite, got's value is the rounded expected one, sign of
+// zero included) between the others: compare_element would add zero errors and shares, maxima of
+// zero and no worst point, so only the counts and the three sums of the cosine change. They are
+// kept here, in registers, and handed to the block's Sums (`settle`) before compare_element adds
+// to the same sums: every sum takes the same operands in the same order as compare_element alone.
+struct MatchRun {
+  double dot, norm_e, norm_g;
+  int64_t matched = 0;
+  explicit MatchRun(const Sums& s) : dot(s.dot), norm_e(s.norm_e), norm_g(s.norm_g) {}
+  OPGATE_HOT void add(double er, double g) {
+    ++matched;
+    dot += g * er;
+    norm_e += er * er;
+    norm_g += g * g;
+  }
+  void settle(const Pass& p, Part& part) {
+    part.sums.dot = dot;
+    part.sums.norm_e = norm_e;
+    part.sums.norm_g = norm_g;
+    part.sums.n_finite += matched;
+    part.m.compared += matched;
+    part.m.determined += matched;
+    if (p.floating) part.m.ulp_hist[0] += static_cast<uint64_t>(matched);
+    matched = 0;
+  }
+};
+
+// compare_block for an exact check, most of whose elements match.
+template <DType G>
+void compare_block_exact(const Pass& p, int64_t begin, int64_t end, Part& part) {
+  const uint8_t* got = p.got.data();
+  const DType T = p.check.device_dtype;
+  const Rounding rounding = p.check.rounding;
+  MatchRun run(part.sums);
+  for (int64_t i = begin; i < end; ++i) {
+    if (!p.cared_at(i)) continue;
+    const double e = p.expected_at(i);
+    const double g = load_typed<G>(got, i);
+    const double er = p.integer_expected ? e : fast_round(T, e, rounding);
+    if (std::isfinite(e) && std::isfinite(er) && same_value(er, g)) {
+      run.add(er, g);
+    } else {
+      run.settle(p, part);
+      compare_element(p, i, e, g, part);
+      run = MatchRun(part.sums);
+    }
+    note_vacuity(p, i, e, part);
+  }
+  run.settle(p, part);
+}
+
+template <bool Exact>
 void compare_range(DType g, const Pass& p, int64_t begin, int64_t end, Part& part) {
   switch (g) {
-    case DType::kF64: return compare_block<DType::kF64>(p, begin, end, part);
-    case DType::kF32: return compare_block<DType::kF32>(p, begin, end, part);
-    case DType::kF16: return compare_block<DType::kF16>(p, begin, end, part);
-    case DType::kBF16: return compare_block<DType::kBF16>(p, begin, end, part);
-    case DType::kI8: return compare_block<DType::kI8>(p, begin, end, part);
-    case DType::kU8: return compare_block<DType::kU8>(p, begin, end, part);
-    case DType::kI32: return compare_block<DType::kI32>(p, begin, end, part);
-    case DType::kI64: return compare_block<DType::kI64>(p, begin, end, part);
-    case DType::kU64: return compare_block<DType::kU64>(p, begin, end, part);
-    case DType::kBool: return compare_block<DType::kBool>(p, begin, end, part);
+    case DType::kF64: return Exact ? compare_block_exact<DType::kF64>(p, begin, end, part)
+                                   : compare_block<DType::kF64>(p, begin, end, part);
+    case DType::kF32: return Exact ? compare_block_exact<DType::kF32>(p, begin, end, part)
+                                   : compare_block<DType::kF32>(p, begin, end, part);
+    case DType::kF16: return Exact ? compare_block_exact<DType::kF16>(p, begin, end, part)
+                                   : compare_block<DType::kF16>(p, begin, end, part);
+    case DType::kBF16: return Exact ? compare_block_exact<DType::kBF16>(p, begin, end, part)
+                                    : compare_block<DType::kBF16>(p, begin, end, part);
+    case DType::kI8: return Exact ? compare_block_exact<DType::kI8>(p, begin, end, part)
+                                  : compare_block<DType::kI8>(p, begin, end, part);
+    case DType::kU8: return Exact ? compare_block_exact<DType::kU8>(p, begin, end, part)
+                                  : compare_block<DType::kU8>(p, begin, end, part);
+    case DType::kI32: return Exact ? compare_block_exact<DType::kI32>(p, begin, end, part)
+                                   : compare_block<DType::kI32>(p, begin, end, part);
+    case DType::kI64: return Exact ? compare_block_exact<DType::kI64>(p, begin, end, part)
+                                   : compare_block<DType::kI64>(p, begin, end, part);
+    case DType::kU64: return Exact ? compare_block_exact<DType::kU64>(p, begin, end, part)
+                                   : compare_block<DType::kU64>(p, begin, end, part);
+    case DType::kBool: return Exact ? compare_block_exact<DType::kBool>(p, begin, end, part)
+                                    : compare_block<DType::kBool>(p, begin, end, part);
   }
 }
 
@@ -709,7 +777,11 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
       part.m.axis_rows = total.m.axis_rows;
       part.m.axis_budget.assign(total.m.axis_budget.size(), 0.0);
       if (pass.balance) part.balance.emplace(numel, balance_width, check.balance_cluster, begin, end);
-      compare_range(got.dtype(), pass, begin, end, part);
+      if (check.kind == CheckKind::kExact) {
+        compare_range<true>(got.dtype(), pass, begin, end, part);
+      } else {
+        compare_range<false>(got.dtype(), pass, begin, end, part);
+      }
     });
     for (Part& part : parts) merge_part(total, part, pass.keep_largest);
   }
@@ -766,12 +838,14 @@ std::optional<std::string> row_swap_check(const OutputCheck& check, const Tensor
     const int64_t rows = got.dim(0);
     const int64_t width = got.numel() / rows;
     auto swapped_passes = [&](int64_t r0, int64_t r1) -> std::optional<std::string> {
-      std::vector<std::pair<int64_t, uint64_t>> swap;
-      for (int64_t j = 0; j < width; ++j) {
-        swap.emplace_back(r0 * width + j, got.bits(r1 * width + j));
-        swap.emplace_back(r1 * width + j, got.bits(r0 * width + j));
-      }
-      if (still_passes(swap)) return fmt::format("{}: swapping rows {} and {} still passes", check.name, r0, r1);
+      // Change 2j puts row r1's element j into row r0, change 2j + 1 the reverse. Made one at a
+      // time: a row of a 3-D output is a whole slice (20 M elements on the nightly tier).
+      auto swap = [&](int64_t k) {
+        const int64_t j = k / 2;
+        const int64_t to = k % 2 == 0 ? r0 : r1, from = k % 2 == 0 ? r1 : r0;
+        return std::pair<int64_t, uint64_t>{to * width + j, got.bits(from * width + j)};
+      };
+      if (still_passes(2 * width, swap)) return fmt::format("{}: swapping rows {} and {} still passes", check.name, r0, r1);
       return std::nullopt;
     };
     if (known != nullptr) {
@@ -821,20 +895,30 @@ std::vector<std::pair<double, int64_t>> all_candidates(const Tensor& expected, c
 std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor& expected,
                                          const Tensor& got, const Tensor& magnitude,
                                          const Tensor& care, const CompareResult* original) {
-  // Does `got` with `changes` (flat index -> new value bits) still pass?
-  auto still_passes = [&](const std::vector<std::pair<int64_t, uint64_t>>& changes) {
+  // Does `got` with n changes (change(k): flat index and new value bits) still pass? Elementwise
+  // standards judge the changed elements alone, and stop once the output must fail: a change can
+  // only repair an element that failed before, so more newly failing elements than allowed decide.
+  auto still_passes = [&](int64_t n, const auto& change) {
     if (original != nullptr && elementwise_only(check)) {
-      int64_t bad = original->metrics.mismatches;
-      for (const auto& [i, b] : changes) {
-        Tensor one = Tensor::zeros(got.dtype(), {1});
-        one.set_bits(0, b);
-        bad += (element_ok(check, expected, magnitude, i, one.get(0)) ? 0 : 1) -
-               (element_ok(check, expected, magnitude, i, got.get(i)) ? 0 : 1);
+      const int64_t allowed = allowed_bad(check, original->metrics.compared);
+      int64_t newly_bad = 0, repaired = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        const auto [i, b] = change(k);
+        uint8_t value[8];
+        store_bits(got.dtype(), value, b);
+        const bool bad_now = !element_ok(check, expected, magnitude, i, load_element(got.dtype(), value));
+        const bool bad_before = !element_ok(check, expected, magnitude, i, got.get(i));
+        newly_bad += bad_now && !bad_before ? 1 : 0;
+        repaired += bad_before && !bad_now ? 1 : 0;
+        if (newly_bad > allowed) return false;
       }
-      return bad <= allowed_bad(check, original->metrics.compared);
+      return original->metrics.mismatches + newly_bad - repaired <= allowed;
     }
     Tensor changed = got.clone();
-    for (const auto& [i, b] : changes) changed.set_bits(i, b);
+    for (int64_t k = 0; k < n; ++k) {
+      const auto [i, b] = change(k);
+      changed.set_bits(i, b);
+    }
     return compare_output(check, expected, changed, magnitude, care).passed;
   };
   if (check.kind == CheckKind::kUndefined) return std::nullopt;
@@ -888,7 +972,7 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
     scratch.set(0, *v);
     changes.emplace_back(i, scratch.bits(0));
   }
-  if (still_passes(changes)) {
+  if (still_passes(static_cast<int64_t>(changes.size()), [&](int64_t k) { return changes[static_cast<size_t>(k)]; })) {
     return fmt::format("{}: moving {} element(s) beyond tolerance (e.g. {}) still passes", check.name,
                        needed, example);
   }

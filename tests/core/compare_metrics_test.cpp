@@ -298,3 +298,76 @@ TEST(CompareWorst, a_one_rounding_bound_point_names_its_accepted_interval) {
 
 }  // namespace
 }  // namespace opgate
+
+namespace opgate {
+namespace {
+
+// The exact check's bulk path (matching elements skip the per-element judgement) against a plain
+// elementwise formulation written here: over 3 blocks of the pass, mostly matching elements with
+// sparse mismatches (one ulp, a flipped zero sign, NaN where a number is expected), a NaN and an
+// Inf expected, and uncared elements, every count, the ULP histogram, the maxima and the first
+// failures are those of the formulation, and the cosine and RMSE agree to rounding (the pass sums per
+// block). A bulk path that dropped a count, a sum or a mismatch changes one of them.
+TEST(CompareExact, bulk_metrics_equal_an_elementwise_formulation) {
+  for (DType t : {DType::kBF16, DType::kF16, DType::kF32, DType::kI32}) {
+    SCOPED_TRACE(dtype_name(t));
+    const int64_t rows = 1600, cols = 123, n = rows * cols;  // 3 blocks of 65,536 and a part
+    Tensor e = Tensor::zeros(DType::kF64, {rows, cols});
+    Tensor g = Tensor::zeros(t, {rows, cols});
+    Tensor care = Tensor::zeros(DType::kU8, {rows, cols});
+    const bool floating = is_floating(t);
+    std::vector<int64_t> failing;
+    int64_t compared = 0, zero_ulp = 0;
+    double max_abs = 0, dot = 0, ne = 0, ng = 0, sq = 0;
+    int64_t finite = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      // A value of the dtype times a factor with bits below its precision (so rounding matters).
+      double x = floating ? std::ldexp(1.0 + static_cast<double>(i % 1000) / 1024.0, static_cast<int>(i % 13) - 6)
+                          : static_cast<double>(i % 2001) - 1000;
+      if (i % 7 == 3) x = -x;
+      if (i == 4000) x = std::numeric_limits<double>::quiet_NaN();
+      if (i == 4001) x = std::numeric_limits<double>::infinity();
+      if (i % 5000 == 17) x = floating ? -0.0 : 0.0;
+      const double xr = std::isfinite(x) ? round_to(t, x) : x;
+      double got = xr;
+      if (i % 3001 == 1000) got = floating ? xr + ulp(t, xr) : xr + 1;  // one step off
+      if (floating && i % 5000 == 17) got = 0.0;                         // +0 for -0
+      if (floating && i % 40009 == 9) got = std::numeric_limits<double>::quiet_NaN();
+      e.set(i, x);
+      g.set(i, got);
+      const bool cared = i % 911 != 4;
+      care.set(i, cared ? 1 : 0);
+      if (!cared) continue;
+      ++compared;
+      const double gr = g.get(i);  // as stored
+      const bool same = std::isnan(xr) ? std::isnan(gr) : (xr == gr && std::signbit(xr) == std::signbit(gr));
+      if (!same) failing.push_back(i);
+      if (std::isfinite(xr) && std::isfinite(gr)) {
+        max_abs = std::max(max_abs, std::fabs(gr - xr));
+        sq += (gr - xr) * (gr - xr);
+        ++finite;
+        dot += gr * xr;
+        ne += xr * xr;
+        ng += gr * gr;
+        if (floating && gr == xr) ++zero_ulp;
+      }
+    }
+    const CompareResult r = compare_output(exact(t), e, g, Tensor(), care);
+    EXPECT_FALSE(r.passed);
+    EXPECT_EQ(r.metrics.compared, compared);
+    EXPECT_EQ(r.metrics.determined, compared);
+    EXPECT_EQ(r.metrics.mismatches, static_cast<int64_t>(failing.size()));
+    EXPECT_DOUBLE_EQ(r.metrics.max_abs, max_abs);
+    if (floating) {
+      EXPECT_EQ(r.metrics.ulp_hist[0], zero_ulp);
+      EXPECT_DOUBLE_EQ(r.metrics.max_ulp, 1.0);
+    }
+    EXPECT_NEAR(r.metrics.cosine, dot / (std::sqrt(ne) * std::sqrt(ng)), 1e-12);
+    EXPECT_NEAR(r.metrics.rmse, std::sqrt(sq / static_cast<double>(finite)), 1e-12 * r.metrics.rmse);
+    ASSERT_EQ(r.first_failures.size(), 10u);
+    for (size_t k = 0; k < 10; ++k) EXPECT_EQ(r.first_failures[k].flat, failing[k]);
+  }
+}
+
+}  // namespace
+}  // namespace opgate
