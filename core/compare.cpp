@@ -634,7 +634,7 @@ void compare_block_exact(const Pass& p, int64_t begin, int64_t end, Part& part) 
 }
 
 template <bool Exact>
-void compare_range(DType g, const Pass& p, int64_t begin, int64_t end, Part& part) {
+void compare_range_typed(DType g, const Pass& p, int64_t begin, int64_t end, Part& part) {
   switch (g) {
     case DType::kF64: return Exact ? compare_block_exact<DType::kF64>(p, begin, end, part)
                                    : compare_block<DType::kF64>(p, begin, end, part);
@@ -657,6 +657,11 @@ void compare_range(DType g, const Pass& p, int64_t begin, int64_t end, Part& par
     case DType::kBool: return Exact ? compare_block_exact<DType::kBool>(p, begin, end, part)
                                     : compare_block<DType::kBool>(p, begin, end, part);
   }
+}
+
+void compare_range(DType g, const Pass& p, int64_t begin, int64_t end, Part& part) {
+  if (p.check.kind == CheckKind::kExact) return compare_range_typed<true>(g, p, begin, end, part);
+  compare_range_typed<false>(g, p, begin, end, part);
 }
 
 // Adds `next` (the block after everything in `total`) to `total`: counts and integer tallies add,
@@ -777,11 +782,7 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
       part.m.axis_rows = total.m.axis_rows;
       part.m.axis_budget.assign(total.m.axis_budget.size(), 0.0);
       if (pass.balance) part.balance.emplace(numel, balance_width, check.balance_cluster, begin, end);
-      if (check.kind == CheckKind::kExact) {
-        compare_range<true>(got.dtype(), pass, begin, end, part);
-      } else {
-        compare_range<false>(got.dtype(), pass, begin, end, part);
-      }
+      compare_range(got.dtype(), pass, begin, end, part);
     });
     for (Part& part : parts) merge_part(total, part, pass.keep_largest);
   }
@@ -805,6 +806,36 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
 }
 
 namespace {
+
+// Does `got` with n changes (change(k): flat index and new value bits) still pass? Elementwise
+// standards judge the changed elements alone, and stop once the output must fail: a change can
+// only repair an element that failed before, so more newly failing elements than allowed decide.
+template <class Change>
+bool changes_still_pass(const OutputCheck& check, const Tensor& expected, const Tensor& got,
+                        const Tensor& magnitude, const Tensor& care, const CompareResult* original, int64_t n,
+                        const Change& change) {
+  if (original != nullptr && elementwise_only(check)) {
+    const int64_t allowed = allowed_bad(check, original->metrics.compared);
+    int64_t newly_bad = 0, repaired = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const auto [i, b] = change(k);
+      uint8_t value[8];
+      store_bits(got.dtype(), value, b);
+      const bool bad_now = !element_ok(check, expected, magnitude, i, load_element(got.dtype(), value));
+      const bool bad_before = !element_ok(check, expected, magnitude, i, got.get(i));
+      newly_bad += bad_now && !bad_before ? 1 : 0;
+      repaired += bad_before && !bad_now ? 1 : 0;
+      if (newly_bad > allowed) return false;
+    }
+    return original->metrics.mismatches + newly_bad - repaired <= allowed;
+  }
+  Tensor changed = got.clone();
+  for (int64_t k = 0; k < n; ++k) {
+    const auto [i, b] = change(k);
+    changed.set_bits(i, b);
+  }
+  return compare_output(check, expected, changed, magnitude, care).passed;
+}
 
 // A value of dtype T that is beyond `allowed` from `e` (toward +inf, else toward -inf).
 std::optional<double> value_beyond(DType T, double e, double er, double allowed, bool integer) {
@@ -895,31 +926,8 @@ std::vector<std::pair<double, int64_t>> all_candidates(const Tensor& expected, c
 std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor& expected,
                                          const Tensor& got, const Tensor& magnitude,
                                          const Tensor& care, const CompareResult* original) {
-  // Does `got` with n changes (change(k): flat index and new value bits) still pass? Elementwise
-  // standards judge the changed elements alone, and stop once the output must fail: a change can
-  // only repair an element that failed before, so more newly failing elements than allowed decide.
   auto still_passes = [&](int64_t n, const auto& change) {
-    if (original != nullptr && elementwise_only(check)) {
-      const int64_t allowed = allowed_bad(check, original->metrics.compared);
-      int64_t newly_bad = 0, repaired = 0;
-      for (int64_t k = 0; k < n; ++k) {
-        const auto [i, b] = change(k);
-        uint8_t value[8];
-        store_bits(got.dtype(), value, b);
-        const bool bad_now = !element_ok(check, expected, magnitude, i, load_element(got.dtype(), value));
-        const bool bad_before = !element_ok(check, expected, magnitude, i, got.get(i));
-        newly_bad += bad_now && !bad_before ? 1 : 0;
-        repaired += bad_before && !bad_now ? 1 : 0;
-        if (newly_bad > allowed) return false;
-      }
-      return original->metrics.mismatches + newly_bad - repaired <= allowed;
-    }
-    Tensor changed = got.clone();
-    for (int64_t k = 0; k < n; ++k) {
-      const auto [i, b] = change(k);
-      changed.set_bits(i, b);
-    }
-    return compare_output(check, expected, changed, magnitude, care).passed;
+    return changes_still_pass(check, expected, got, magnitude, care, original, n, change);
   };
   if (check.kind == CheckKind::kUndefined) return std::nullopt;
   const DType T = check.device_dtype;
