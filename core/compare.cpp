@@ -95,7 +95,7 @@ OPGATE_HOT double fast_round(DType T, double v, Rounding r) {
   return round_to(T, v, r);
 }
 
-double fast_ulp(DType T, double x) {
+OPGATE_HOT double fast_ulp(DType T, double x) {
   const NormalRange f = normal_range(T);
   const int e = exponent_of(bits_of(x));
   if (e >= f.emin && e <= f.emax) return from_bits(static_cast<uint64_t>(e - f.frac_bits + 1023) << 52);
@@ -103,7 +103,7 @@ double fast_ulp(DType T, double x) {
 }
 
 // The element's allowance under `check` (the largest |got - exp| that is fine for this element).
-double element_allowance(const OutputCheck& check, double e, double mag) {
+OPGATE_HOT double element_allowance(const OutputCheck& check, double e, double mag) {
   const Tolerance& t = check.tol;
   const DType T = check.device_dtype;
   switch (check.kind) {
@@ -148,7 +148,7 @@ bool cared(const Tensor& care, int64_t i) { return !care.defined() || care.get(i
 
 // A bound whose output term is one final rounding (half an ulp) in the check's mode: the kernel
 // returns round(x) for some x within acc = c * u_acc * magnitude of the reference.
-bool one_rounding_bound(const OutputCheck& check) {
+OPGATE_HOT bool one_rounding_bound(const OutputCheck& check) {
   return check.kind == CheckKind::kTolerance && check.tol.standard == Standard::kBound && check.tol.out_ulps == 0.5;
 }
 
@@ -172,7 +172,7 @@ struct Judgement {
   bool interval = false;    // a one-rounding bound: g must lie in [lo, hi]
   double lo = 0, hi = 0;
 };
-Judgement judge(const OutputCheck& check, double e, double er, double g, double allowed, double mag) {
+OPGATE_HOT Judgement judge(const OutputCheck& check, double e, double er, double g, double allowed, double mag) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const bool exact = check.kind == CheckKind::kExact;
   // An expected NaN is matched by a NaN only, an expected Inf by the same Inf only, under every
@@ -280,7 +280,7 @@ struct Element {
 
 // The metrics of a finite element: its errors, its share of the allowance, its ULP bucket, its
 // side of the reference and, for the balance gate, its side of the correctly rounded reference.
-void add_finite(const OutputCheck& check, bool floating, const Element& x, std::optional<ErrorBalance>& balance,
+OPGATE_HOT void add_finite(const OutputCheck& check, bool floating, const Element& x, std::optional<ErrorBalance>& balance,
                 Sums& sums, CompareMetrics& m) {
   auto& [sum_rel, sum_sq, dot, norm_e, norm_g, n_pos, n_neg, n_finite, worst_abs_er] = sums;
   const auto& [i, e, er, g, ref, abs_err, allowed] = x;
@@ -410,33 +410,46 @@ void trim_candidates(std::vector<std::pair<double, int64_t>>& cand, int64_t keep
   cand.resize(static_cast<size_t>(keep));
 }
 
+// The kMaxPoints points ranked first (ranks_before), and where the lowest ranked of them sits once
+// the list is full: most points of a large output rank below it and cost one comparison.
+struct WorstList {
+  std::vector<PointRec> points;
+  size_t lowest = 0;
+
+  bool would_keep(WorstRank rank, int64_t i) const {
+    if (points.size() < kMaxPoints) return true;
+    const PointRec& low = points[lowest];
+    return rank != low.rank ? rank > low.rank : i < low.x.i;
+  }
+  void keep(const PointRec& p) {
+    if (points.size() < kMaxPoints) {
+      points.push_back(p);
+    } else if (ranks_before(p, points[lowest])) {
+      points[lowest] = p;
+    } else {
+      return;
+    }
+    if (points.size() == kMaxPoints) {
+      lowest = static_cast<size_t>(
+          std::min_element(points.begin(), points.end(),
+                           [](const PointRec& a, const PointRec& b) { return ranks_before(b, a); }) -
+          points.begin());
+    }
+  }
+};
+
 // What one block of the pass gathers; blocks are merged in element order (merge_part).
 struct Part {
   CompareMetrics m;  // counts, maxima and the axis picture of the block
   Sums sums;
   std::optional<ErrorBalance> balance;
   std::vector<PointRec> failures;  // the first kMaxPoints failing points
-  std::vector<PointRec> worst;     // the kMaxPoints points ranked first (ranks_before)
+  WorstList worst;
   std::vector<std::pair<double, int64_t>> largest;  // vacuity: candidates to perturb
   int64_t row_differs = -1;  // vacuity: first row after row0 with a cared element unlike row0's
   int64_t axis_row_end = 0;  // the axis picture: end of the current index of dim 0, and its slice
   size_t axis_slice = 0;
 };
-
-void keep_worst(std::vector<PointRec>& worst, const PointRec& p) {
-  if (worst.size() < kMaxPoints) {
-    worst.push_back(p);
-    return;
-  }
-  auto last = std::min_element(worst.begin(), worst.end(),
-                               [](const PointRec& a, const PointRec& b) { return ranks_before(b, a); });
-  if (ranks_before(p, *last)) *last = p;
-}
-
-void keep_point(Part& part, const PointRec& p) {
-  if (!p.ok && part.failures.size() < kMaxPoints) part.failures.push_back(p);
-  keep_worst(part.worst, p);
-}
 
 // Elements of one block: fixed, so that the blocks and their merge order (and so every floating
 // sum) do not depend on the thread count.
@@ -548,8 +561,13 @@ void compare_element(const Pass& p, int64_t i, double e, double g, Part& part) {
     m.axis_budget[slice] = std::max(m.axis_budget[slice], v);
   }
   if (!ok || abs_err > 0) {
-    const double score = allowed > 0 ? abs_err / allowed : abs_err * 1e300;
-    keep_point(part, PointRec{{!ok, score}, x, judged, ok, poison});
+    const WorstRank rank{!ok, allowed > 0 ? abs_err / allowed : abs_err * 1e300};
+    const bool first_failure = !ok && part.failures.size() < kMaxPoints;
+    if (first_failure || part.worst.would_keep(rank, i)) {
+      const PointRec rec{rank, x, judged, ok, poison};
+      if (first_failure) part.failures.push_back(rec);
+      part.worst.keep(rec);
+    }
   }
 }
 
@@ -698,7 +716,7 @@ void merge_part(Part& total, Part& next, int64_t keep_largest) {
   for (const PointRec& f : next.failures) {
     if (total.failures.size() < kMaxPoints) total.failures.push_back(f);
   }
-  for (const PointRec& w : next.worst) keep_worst(total.worst, w);
+  for (const PointRec& w : next.worst.points) total.worst.keep(w);
   total.largest.insert(total.largest.end(), next.largest.begin(), next.largest.end());
   if (static_cast<int64_t>(total.largest.size()) >= 2 * keep_largest) trim_candidates(total.largest, keep_largest);
   if (total.row_differs < 0) total.row_differs = next.row_differs;
@@ -790,7 +808,7 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
   m = std::move(total.m);  // the aggregate metrics and the balance verdict come next
   for (const PointRec& f : total.failures) r.first_failures.push_back(make_point(f, got));
   WorstPoints worst;
-  for (const PointRec& w : total.worst) worst.emplace_back(w.rank, make_point(w, got));
+  for (const PointRec& w : total.worst.points) worst.emplace_back(w.rank, make_point(w, got));
   finish_metrics(total.sums, worst, r);
   decide(check, total.sums.worst_abs_er, total.balance, r);
   if (r.passed) {  // the error picture is drawn for failing outputs only
