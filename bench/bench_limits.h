@@ -13,7 +13,7 @@ namespace opgate::bench {
 struct Limits {
   double copy_gbs = 0;      // bytes read + bytes written per second by memcpy over 256 MiB
   double peak_gflops = 0;   // double flops per second of independent FMA chains (widest ISA)
-  double nofma_gflops = 0;  // the same with separate multiply and add (what a reference may use)
+  double nofma_gflops = 0;  // the same with separate multiply and add (what a reference may use), widest ISA
 };
 
 // Measured once per process, on first use (best of 3 runs of each probe).
