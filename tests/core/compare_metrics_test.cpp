@@ -169,6 +169,23 @@ TEST(CompareAscendMixed, the_fp16_floor_of_the_cap_is_0_1_exactly) {
   }
 }
 
+TEST(CompareAscendMixed, the_fp32_floor_of_the_cap_is_0_01_exactly) {
+  // fp32 near 2: 32 ulp(2) = 32 * 2^-22 = 7.6e-6 < 0.01, so the cap is the floor 0.01. One bad
+  // element of 200 (its allowance 2^-16 + 2^-10 * 2 = 0.00197 < d) with got = 2.009765625 (an f32
+  // value) and e = got - d:
+  //   d = 0.0099999999 <= 0.01 passes (a floor of 0.01 held in float, 0.0099999997765, would fail);
+  //   d = 0.0100000001 > 0.01 fails.
+  const OutputCheck c = tolerance(DType::kF32, Standard::kAscendMixed);
+  for (auto [d, ok] : {std::pair<double, bool>{0.0099999999, true}, {0.0100000001, false}}) {
+    std::vector<double> e(200, 2.0), g(200, 2.0);
+    g[0] = 2.009765625;
+    e[0] = g[0] - d;
+    const CompareResult r = compare_output(c, f64({200}, e), of(DType::kF32, {200}, g), Tensor(), Tensor());
+    EXPECT_EQ(r.metrics.mismatches, 1) << d;
+    EXPECT_EQ(r.passed, ok) << d << ": " << r.message;
+  }
+}
+
 TEST(CompareAscendMixed, the_cap_is_taken_at_the_first_element_with_the_largest_error) {
   // Two bad elements of 300 (2 allowed), both with error 10: element 0 at e = 1000 (f16 spacing
   // 0.5, cap max(0.1, 16) = 16) and element 1 at e = 2 (cap max(0.1, 32 * 2^-9) = 0.1). The cap
