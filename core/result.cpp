@@ -36,13 +36,14 @@ bool verdict_fails(Verdict v, bool strict) {
   }
 }
 
-const std::array<StageField, 13>& stage_fields() {
-  static const std::array<StageField, 13> fields = {{{"parse", &StageTimes::parse},
+const std::array<StageField, 14>& stage_fields() {
+  static const std::array<StageField, 14> fields = {{{"parse", &StageTimes::parse},
                                                      {"validate", &StageTimes::validate},
                                                      {"fill", &StageTimes::fill},
                                                      {"reference", &StageTimes::reference},
                                                      {"pack", &StageTimes::pack},
                                                      {"golden", &StageTimes::golden},
+                                                     {"plan", &StageTimes::plan},
                                                      {"device", &StageTimes::device},
                                                      {"guards", &StageTimes::guards},
                                                      {"unpack", &StageTimes::unpack},

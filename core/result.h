@@ -40,20 +40,21 @@ struct OutputResult {
 };
 
 // Wall time of each stage of harness/stages.h in ms (issue 15 part 4); 0 for a stage the case did
-// not reach. `golden` is the golden-expected check of stage (5), `guards` stage (7) with the pristine
-// copy of the inputs it compares against, `compare` stage (9) with its plan. `transfer` is what the
+// not reach. `golden` is the golden-expected check of stage (5), `plan` how each output will be
+// compared (Problem::compare_plan, before the device runs), `guards` stage (7) with the digests of
+// the inputs it checks against, `compare` stage (9). `transfer` is what the
 // child process costs a case run in isolation (fork, result to JSON, pipe, parse: the parent's wall
 // time minus the child's ms.total), so it is outside ms.total; the other stages lie inside it.
 struct StageTimes {
-  double parse = 0, validate = 0, fill = 0, reference = 0, pack = 0, golden = 0, device = 0, guards = 0, unpack = 0,
-         compare = 0, vacuity = 0, determinism = 0, transfer = 0;
+  double parse = 0, validate = 0, fill = 0, reference = 0, pack = 0, golden = 0, plan = 0, device = 0, guards = 0,
+         unpack = 0, compare = 0, vacuity = 0, determinism = 0, transfer = 0;
 };
 struct StageField {
   const char* name;  // the key in results.jsonl "stages_ms"
   double StageTimes::*ms;
 };
 // Every stage in pipeline order: the one list the serializer, the parser and the summary read.
-const std::array<StageField, 13>& stage_fields();
+const std::array<StageField, 14>& stage_fields();
 // summary.txt's "where the time went" line: each stage's total over `results`, largest first, with
 // its share of the sum; "" when nothing was timed.
 struct CaseResult;

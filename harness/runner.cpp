@@ -87,7 +87,7 @@ stages::Staged<CaseData> compute_case_data(const PreparedCase& pc, const Problem
 Outcome check_device(const Problem& problem, Backend& backend, const CaseData& data, FillMode fill,
                      const RunOptions& opt, CaseResult& r) {
   StageTimes& ms = r.stages_ms;
-  const ComparePlan plan = timed(ms.compare, [&] { return problem.compare_plan(data.ref, fill); });
+  const ComparePlan plan = timed(ms.plan, [&] { return stages::plan(problem, data.ref, fill); });
   const TensorMap pristine = timed(ms.guards, [&] {
     TensorMap copy;
     for (const auto& [name, tensor] : data.packed) copy[name] = tensor.clone();

@@ -155,6 +155,10 @@ Staged<RefOutputs> golden_stored(const GoldenCase& golden, const TensorMap& pack
   return RefOutputs{golden.expected, golden.magnitude, golden.care, golden.slack};
 }
 
+ComparePlan plan(const Problem& problem, const RefOutputs& ref, FillMode fill) {
+  return problem.compare_plan(ref, fill);
+}
+
 Staged<DeviceRun> device(const Problem& problem, Backend& backend, const TensorMap& packed) {
   DeviceRun run;
   for (const auto& [name, spec] : problem.output_images()) {

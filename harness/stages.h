@@ -1,8 +1,9 @@
 // The stages of one case (style-and-layout.md B4), each a function with a typed input and output:
 // (1) parse (harness/prepare.h) -> (2) validate -> (3) fill -> (4) reference -> (5) pack, and
-// against golden the golden expected values -> (6) device -> (7) guards and inputs -> (8) unpack ->
-// (9) compare -> (10) vacuity -> (11) determinism. A stage that ends the case returns an Outcome (the
-// verdict and its one-line reason); harness/runner.cpp runs them in order and times them.
+// against golden the golden expected values -> (5b) plan -> (6) device -> (7) guards and inputs ->
+// (8) unpack -> (9) compare -> (10) vacuity -> (11) determinism. A stage that ends the case returns
+// an Outcome (the verdict and its one-line reason); harness/runner.cpp runs them in order and times
+// them.
 #pragma once
 
 #include <map>
@@ -52,6 +53,10 @@ Staged<RefOutputs> golden_expected(RefOutputs ref, const GoldenCase& golden, con
 // (5, against a format 2 golden) the golden inputs must be the packed ones; the golden files then
 // give everything the comparison needs (values, magnitudes, care masks, slack): no reference runs.
 Staged<RefOutputs> golden_stored(const GoldenCase& golden, const TensorMap& packed);
+
+// (5b) plan: how each output is compared (check kind, tolerance, care), from the expected values;
+// made before the device runs.
+ComparePlan plan(const Problem& problem, const RefOutputs& ref, FillMode fill);
 
 // (6) device: one run on fresh poisoned, guarded output buffers.
 struct DeviceRun {

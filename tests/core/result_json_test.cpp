@@ -203,6 +203,7 @@ CaseResult full_result() {
   r.stages_ms.reference = 2.5;
   r.stages_ms.pack = 3.25;
   r.stages_ms.golden = 4.5;
+  r.stages_ms.plan = 4.75;
   r.stages_ms.device = 5.75;
   r.stages_ms.guards = 6.25;
   r.stages_ms.unpack = 7.5;
@@ -245,6 +246,7 @@ TEST(ResultJson, every_field_round_trips) {
   EXPECT_EQ(back.stages_ms.reference, 2.5);
   EXPECT_EQ(back.stages_ms.pack, 3.25);
   EXPECT_EQ(back.stages_ms.golden, 4.5);
+  EXPECT_EQ(back.stages_ms.plan, 4.75);
   EXPECT_EQ(back.stages_ms.device, 5.75);
   EXPECT_EQ(back.stages_ms.guards, 6.25);
   EXPECT_EQ(back.stages_ms.unpack, 7.5);
@@ -266,12 +268,28 @@ TEST(ResultJson, every_field_round_trips) {
 // older "ms" object as before.
 TEST(ResultJson, stages_ms_holds_every_stage_by_name) {
   const nlohmann::json j = to_json(full_result());
-  const nlohmann::json expected = {{"parse", 0.5},   {"validate", 0.75}, {"fill", 1.25},     {"reference", 2.5},
-                                   {"pack", 3.25},   {"golden", 4.5},    {"device", 5.75},   {"guards", 6.25},
-                                   {"unpack", 7.5},  {"compare", 8.75},  {"vacuity", 9.25},  {"determinism", 10.5},
-                                   {"transfer", 11.75}};
+  const nlohmann::json expected = {{"parse", 0.5},      {"validate", 0.75},    {"fill", 1.25},    {"reference", 2.5},
+                                   {"pack", 3.25},      {"golden", 4.5},       {"plan", 4.75},    {"device", 5.75},
+                                   {"guards", 6.25},    {"unpack", 7.5},       {"compare", 8.75}, {"vacuity", 9.25},
+                                   {"determinism", 10.5}, {"transfer", 11.75}};
   EXPECT_EQ(j.at("stages_ms"), expected);
   EXPECT_EQ(j.at("ms"), (nlohmann::json{{"fill", 0.25}, {"reference", 1.5}, {"device", 2.75}, {"total", 5.125}}));
+}
+
+// results.jsonl written before the `plan` stage existed (13 stages; the plan was timed into
+// `compare`): every stage present is read, the plan reads as 0. Resume, merge and baselines read
+// such folders.
+TEST(ResultJson, stages_ms_without_plan_reads_the_plan_as_untimed) {
+  auto r = case_result_from_json(nlohmann::json::parse(
+      R"({"id": "a", "verdict": "PASSED", "stages_ms": {"parse": 1, "validate": 2, "fill": 3, "reference": 4,
+          "pack": 5, "golden": 6, "device": 7, "guards": 8, "unpack": 9, "compare": 10, "vacuity": 11,
+          "determinism": 12, "transfer": 13}})"));
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_EQ(r->stages_ms.plan, 0);
+  EXPECT_EQ(r->stages_ms.golden, 6);
+  EXPECT_EQ(r->stages_ms.device, 7);
+  EXPECT_EQ(r->stages_ms.compare, 10);
+  EXPECT_EQ(r->stages_ms.transfer, 13);
 }
 
 TEST(ResultJson, a_line_without_stages_ms_reads_as_untimed) {

@@ -187,16 +187,16 @@ TEST(RunnerStages, every_stage_is_recorded_non_negative_and_within_the_total) {
   const CaseResult r = run_case(valid_case(), b, opt);
   ASSERT_EQ(r.verdict, Verdict::kPassed) << r.reason;
   const nlohmann::json stages = to_json(r).at("stages_ms");
-  for (const char* key : {"parse", "validate", "fill", "reference", "pack", "golden", "device", "guards", "unpack",
-                          "compare", "vacuity", "determinism", "transfer"}) {
+  for (const char* key : {"parse", "validate", "fill", "reference", "pack", "golden", "plan", "device", "guards",
+                          "unpack", "compare", "vacuity", "determinism", "transfer"}) {
     ASSERT_TRUE(stages.contains(key)) << key;
     EXPECT_GE(stages.at(key).get<double>(), 0) << key;
   }
-  EXPECT_EQ(stages.size(), 13u);
+  EXPECT_EQ(stages.size(), 14u);
   // Stages this passing case ran take time; against the reference there is no golden stage, and in
   // this process no transfer.
-  for (double StageTimes::*ran : {&StageTimes::fill, &StageTimes::reference, &StageTimes::pack, &StageTimes::device,
-                                  &StageTimes::guards, &StageTimes::unpack, &StageTimes::compare,
+  for (double StageTimes::*ran : {&StageTimes::fill, &StageTimes::reference, &StageTimes::pack, &StageTimes::plan,
+                                  &StageTimes::device, &StageTimes::guards, &StageTimes::unpack, &StageTimes::compare,
                                   &StageTimes::vacuity, &StageTimes::determinism}) {
     EXPECT_GT(r.stages_ms.*ran, 0);
   }
