@@ -1,7 +1,12 @@
-// Poison and guard patterns for output buffers.
+// Poison and guard patterns for output buffers; digests of input images.
 #include "core/guard.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <xxhash.h>
+
+#include "core/parallel.h"
 
 namespace opgate {
 namespace {
@@ -64,6 +69,32 @@ std::string check_guards(const GuardedBuffer& b) {
          fmt::format("{} guard byte(s) after the buffer changed (first at byte {} past the end)", after, first_after);
   }
   return s;
+}
+
+InputDigest digest_input(const Tensor& t) {
+  InputDigest d;
+  d.nbytes = t.nbytes();
+  d.chunks.resize((d.nbytes + kDigestChunkBytes - 1) / kDigestChunkBytes);
+  const uint8_t* bytes = t.data();
+  // Hashing runs at memory speed; below 8 chunks a thread would cost more than it saves.
+  math::parallel_for(
+      static_cast<int64_t>(d.chunks.size()),
+      [&](int64_t i) {
+        const size_t begin = static_cast<size_t>(i) * kDigestChunkBytes;
+        d.chunks[static_cast<size_t>(i)] = XXH3_64bits(bytes + begin, std::min(kDigestChunkBytes, d.nbytes - begin));
+      },
+      8);
+  return d;
+}
+
+std::string input_change(const InputDigest& before, const Tensor& now) {
+  if (now.nbytes() != before.nbytes) return fmt::format("size changed from {} to {} bytes", before.nbytes, now.nbytes());
+  const InputDigest after = digest_input(now);
+  const auto diff = std::mismatch(before.chunks.begin(), before.chunks.end(), after.chunks.begin());
+  if (diff.first == before.chunks.end()) return "";
+  const size_t begin = static_cast<size_t>(diff.first - before.chunks.begin()) * kDigestChunkBytes;
+  return fmt::format("first change within bytes [{}, {}) of {}", begin, std::min(begin + kDigestChunkBytes, before.nbytes),
+                     before.nbytes);
 }
 
 }  // namespace opgate

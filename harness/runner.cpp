@@ -88,17 +88,13 @@ Outcome check_device(const Problem& problem, Backend& backend, const CaseData& d
                      const RunOptions& opt, CaseResult& r) {
   StageTimes& ms = r.stages_ms;
   const ComparePlan plan = timed(ms.plan, [&] { return stages::plan(problem, data.ref, fill); });
-  const TensorMap pristine = timed(ms.guards, [&] {
-    TensorMap copy;
-    for (const auto& [name, tensor] : data.packed) copy[name] = tensor.clone();
-    return copy;
-  });
+  const auto digests = timed(ms.guards, [&] { return stages::input_digests(data.packed); });
   auto run = timed(ms.device, [&] { return stages::device(problem, backend, data.packed); });
   r.device_ms = ms.device;
   if (auto* outcome = std::get_if<Outcome>(&run)) return *outcome;
   const stages::DeviceRun& device = std::get<stages::DeviceRun>(run);
   r.warnings = device.warnings;
-  if (auto outcome = timed(ms.guards, [&] { return stages::guards_and_inputs(device, data.packed, pristine); })) {
+  if (auto outcome = timed(ms.guards, [&] { return stages::guards_and_inputs(device, data.packed, digests); })) {
     return *outcome;
   }
   const TensorMap got = timed(ms.unpack, [&] { return stages::unpack(problem, device); });

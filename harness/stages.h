@@ -65,8 +65,11 @@ struct DeviceRun {
   std::vector<std::string> warnings;  // the backend's findings that do not fail the case
 };
 Staged<DeviceRun> device(const Problem& problem, Backend& backend, const TensorMap& packed);
-// (7) guards untouched, and inputs unchanged against `pristine` (copies taken before the run).
-std::optional<Outcome> guards_and_inputs(const DeviceRun& run, const TensorMap& packed, const TensorMap& pristine);
+// (7, before the device) the digest of each packed input, kept for the check after the run.
+std::map<std::string, InputDigest> input_digests(const TensorMap& packed);
+// (7) guards untouched, and every input that is not also an output unchanged against its digest.
+std::optional<Outcome> guards_and_inputs(const DeviceRun& run, const TensorMap& packed,
+                                         const std::map<std::string, InputDigest>& before);
 // (8) unpack: device images to canonical outputs.
 TensorMap unpack(const Problem& problem, const DeviceRun& run);
 

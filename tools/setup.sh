@@ -9,6 +9,7 @@ preset="${1:-release}"
 
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev librapidcheck-dev nlohmann-json3-dev
           libfmt-dev libcli11-dev libssl-dev libsqlite3-dev libbenchmark-dev python3 ccache procps
+          libxxhash-dev    # XXH3 digests of the inputs the device must leave unchanged (core/guard.h)
           libopenblas-dev  # the dgemm peer of bench/ only (never linked into opgate)
           chromium         # the browser test of report.html (ctest -L browser)
           libxml2-utils)   # xmllint: junit.xml against the JUnit schema (cli.junit_test)

@@ -17,7 +17,7 @@ namespace opgate {
 namespace {
 
 enum class Misbehave { kNone, kWriteBeforeBuffer, kWriteAfterBuffer, kLeavePoison, kFlipOnSecondRun,
-                       kModifyInput, kFail, kAbort, kHang, kWrongRejectCode, kCannotProbeRejection,
+                       kModifyInput, kFlipLastInputBit, kFail, kAbort, kHang, kWrongRejectCode, kCannotProbeRejection,
                        kRejectionProbeFails };
 
 // The emulator, then one deliberate misbehaviour.
@@ -44,6 +44,11 @@ class TestBackend final : public Backend {
         if (runs_ == 2) gx.set_bits(1, gx.bits(1) ^ 1u);
         break;
       case Misbehave::kModifyInput: const_cast<Tensor&>(in.at("gradY")).set(0, 1234.0); break;
+      case Misbehave::kFlipLastInputBit: {
+        Tensor& gy = const_cast<Tensor&>(in.at("gradY"));
+        gy.data()[gy.nbytes() - 1] ^= 0x01;
+        break;
+      }
       default: break;
     }
     return st;
@@ -100,7 +105,17 @@ TEST(Runner, nondeterminism_is_caught_only_with_repeat) {
   EXPECT_EQ(verdict_of(Misbehave::kNone, opt), Verdict::kPassed);
 }
 
-TEST(Runner, modified_input_fails) { EXPECT_EQ(verdict_of(Misbehave::kModifyInput), Verdict::kFailed); }
+// gradY is 4 rows x 8 f32 = 128 bytes: one digest chunk, so the first change lies within all of it.
+TEST(Runner, modified_input_fails_naming_the_input) {
+  for (Misbehave m : {Misbehave::kModifyInput, Misbehave::kFlipLastInputBit}) {
+    TestBackend b(m);
+    RunOptions opt;
+    opt.isolate = false;
+    const CaseResult r = run_case(valid_case(), b, opt);
+    EXPECT_EQ(r.verdict, Verdict::kFailed);
+    EXPECT_EQ(r.reason, "the device modified input 'gradY' (first change within bytes [0, 128) of 128)");
+  }
+}
 
 TEST(Runner, backend_error_is_reported) { EXPECT_EQ(verdict_of(Misbehave::kFail), Verdict::kBackendError); }
 
