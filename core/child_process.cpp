@@ -11,7 +11,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
 
 namespace opgate {
 namespace {
@@ -49,7 +55,99 @@ void close_other_descriptors(int keep) {
   close_range(static_cast<unsigned>(keep) + 1, ~0U, 0);
 }
 
+// In a child of run_in_child: the write end of its result pipe; -1 elsewhere.
+int g_result_fd = -1;
+
+// The frame of a result: its length in 8 bytes (this machine's byte order; both ends are this
+// process's image), then its bytes.
+constexpr size_t kFrameHeader = sizeof(uint64_t);
+
+void write_all(int fd, const char* bytes, size_t n) {
+  size_t off = 0;
+  while (off < n) {
+    const ssize_t w = write(fd, bytes + off, n - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;  // the parent is gone or stopped reading: nobody to tell
+    off += static_cast<size_t>(w);
+  }
+}
+
+// The result's length once its header has arrived, else SIZE_MAX.
+size_t framed_length(const std::string& received) {
+  if (received.size() < kFrameHeader) return SIZE_MAX;
+  uint64_t n = 0;
+  std::memcpy(&n, received.data(), kFrameHeader);
+  return static_cast<size_t>(n);
+}
+
+bool frame_complete(const std::string& received) {
+  const size_t n = framed_length(received);
+  return n != SIZE_MAX && received.size() - kFrameHeader >= n;
+}
+
+// Children whose result arrived whole, reaped as they end, each by a thread that takes no signal
+// (the stop handlers stay with the run's threads), so the run goes on while the kernel tears them
+// down. At exit the process waits for them, so their CPU time is counted (time -v, getrusage) and no
+// child outlives a finished run.
+class Reaper {
+ public:
+  static Reaper& instance() {
+    static Reaper* reaper = new Reaper;  // never destroyed: reaping threads may outlive statics
+    return *reaper;
+  }
+
+  void reap_later(pid_t pid) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++pending_;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);  // the thread inherits the mask
+    std::thread([this, pid] {
+      int wstatus = 0;
+      while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) ended_.notify_all();
+    }).detach();
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+
+ private:
+  Reaper() {
+    std::atexit([] {
+      Reaper& r = instance();
+      std::unique_lock<std::mutex> lock(r.mutex_);
+      r.ended_.wait(lock, [&] { return r.pending_ == 0; });
+    });
+    // A forked process has none of the reaping threads, and none of the children is its own: it
+    // starts with nothing pending (else its exit() would wait forever). The mutex is held across
+    // fork, so the count is consistent in both processes.
+    pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
+                   [] {
+                     instance().pending_ = 0;
+                     instance().mutex_.unlock();
+                   });
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ended_;
+  int pending_ = 0;
+};
+
 }  // namespace
+
+void send_result_and_exit(const std::string& result) {
+  if (g_result_fd < 0) {
+    std::fputs("opgate: send_result_and_exit called outside a child of run_in_child\n", stderr);
+    std::abort();
+  }
+  const uint64_t n = result.size();
+  write_all(g_result_fd, reinterpret_cast<const char*>(&n), kFrameHeader);
+  write_all(g_result_fd, result.data(), result.size());
+  _exit(0);
+}
 
 void install_stop_handlers() {
   struct sigaction sa {};
@@ -83,15 +181,8 @@ ChildOutcome run_in_child(const std::function<std::string()>& body, double timeo
   if (pid == 0) {
     child_setup(parent);
     close_other_descriptors(fds[1]);
-    const std::string text = body();
-    size_t off = 0;
-    while (off < text.size()) {
-      const ssize_t n = write(fds[1], text.data() + off, text.size() - off);
-      if (n <= 0) break;
-      off += static_cast<size_t>(n);
-    }
-    close(fds[1]);
-    _exit(0);
+    g_result_fd = fds[1];
+    send_result_and_exit(body());
   }
   g_child_pid = pid;
   // A stop signal that arrived between the last case and the fork found no child to kill.
@@ -100,6 +191,8 @@ ChildOutcome run_in_child(const std::function<std::string()>& body, double timeo
   const auto t0 = std::chrono::steady_clock::now();
   bool timed_out = false;
   char buf[65536];
+  std::string received;
+  bool whole = false;
   for (;;) {
     if (g_stop_signal != 0) break;
     const double left_ms =
@@ -114,10 +207,25 @@ ChildOutcome run_in_child(const std::function<std::string()>& body, double timeo
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
     const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    out.output.append(buf, static_cast<size_t>(n));
+    received.append(buf, static_cast<size_t>(n));
+    if (frame_complete(received)) {
+      whole = true;
+      break;
+    }
   }
   close(fds[0]);
+  if (received.size() > kFrameHeader) {
+    out.output = received.substr(kFrameHeader, std::min(framed_length(received), received.size() - kFrameHeader));
+  }
+  // A whole result came before any stop or deadline: the child has nothing left to do but exit.
+  if (whole) {
+    g_child_pid = 0;
+    Reaper::instance().reap_later(pid);
+    out.end = ChildOutcome::End::kExited;
+    return out;
+  }
   const bool interrupted = g_stop_signal != 0;
   if (timed_out || interrupted) kill(pid, SIGKILL);
   int wstatus = 0;

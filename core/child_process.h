@@ -20,11 +20,23 @@ struct ChildOutcome {
   std::string error;    // kNotStarted: why (pipe or fork failed)
 };
 
-// Forks; the child runs `body`, writes its result to the parent and exits 0. The parent reads
-// until the child closes the pipe or `timeout_s` passes (then the child is killed with SIGKILL).
+// Forks; the child runs `body`, writes its result to the parent and exits 0 (_exit: no destructor
+// and no atexit handler runs after the result). The result travels framed (its length, then its
+// bytes), so the parent knows when it is whole: it then returns kExited with status 0 at once and
+// reaps the child on a thread of its own, without waiting for the kernel to tear the child down
+// (unmapping gigabytes takes 0.1-0.5 s at nightly sizes, on a core the parent does not need).
+// Nothing of the child runs after a whole result but _exit, so its status is 0 unless someone
+// kills it in that instant; a child that dies before its result is whole is kSignaled or kExited
+// with its status, as it died. Otherwise the parent reads until the pipe closes or `timeout_s`
+// passes (then the child is killed with SIGKILL).
 // The child gets SIGKILL when the parent dies, however it dies (kill -9 included), and ignores
 // SIGINT/SIGTERM: a terminal's Ctrl-C reaches the whole process group, and the parent decides.
 ChildOutcome run_in_child(const std::function<std::string()>& body, double timeout_s);
+
+// For a body run by run_in_child: sends `result` as the body's return value would, then ends the
+// child at once, while the body's locals are still alive (a case child sends its result before
+// freeing its tensors). Called anywhere else it aborts: there is no parent reading.
+[[noreturn]] void send_result_and_exit(const std::string& result);
 
 // Installs SIGINT/SIGTERM handlers for a run: the first signal is recorded (stop_signal() returns
 // it) and kills the current child; a second one kills the current child and exits the process at

@@ -52,21 +52,25 @@ auto timed(double& into, Stage&& stage) {
   return out;
 }
 
-// What stages (3)-(5) give the device stages: the canonical inputs, the expected values and the
-// packed input images.
+// Every tensor one case allocates: the canonical inputs, the expected values and the packed input
+// images of stages (3)-(5), the device run and its unpacked outputs. Owned by the caller of
+// run_stages, so a result can leave before they are freed (run_case_isolated).
 struct CaseData {
   TensorMap inputs;
   RefOutputs ref;
   TensorMap packed;
+  stages::DeviceRun device;
+  TensorMap got;
 };
 
 // (3) fill, (4) reference, (5) pack and, against golden, the golden expected values; timed into r.
-stages::Staged<CaseData> compute_case_data(const PreparedCase& pc, const Problem& problem, CaseResult& r) {
+std::optional<Outcome> compute_case_data(const PreparedCase& pc, const Problem& problem, CaseData& data,
+                                         CaseResult& r) {
   StageTimes& ms = r.stages_ms;
   auto filled = timed(ms.fill, [&] { return stages::fill(problem, pc.c); });
   if (auto* outcome = std::get_if<Outcome>(&filled)) return *outcome;
   r.fill_ms = ms.fill;
-  CaseData data{std::move(std::get<TensorMap>(filled)), {}, {}};
+  data.inputs = std::move(std::get<TensorMap>(filled));
   // A format 2 golden stores everything the comparison needs: no reference at all.
   const bool stored = pc.golden && pc.golden->stores_tolerances();
   if (!stored) data.ref = timed(ms.reference, [&] { return stages::reference(problem, data.inputs); });
@@ -80,33 +84,33 @@ stages::Staged<CaseData> compute_case_data(const PreparedCase& pc, const Problem
     data.ref = std::move(std::get<RefOutputs>(expected));
   }
   r.reference_ms = ms.reference + ms.pack + ms.golden;
-  return data;
+  return std::nullopt;
 }
 
 // (6) device through (11) determinism; the case's verdict.
-Outcome check_device(const Problem& problem, Backend& backend, const CaseData& data, FillMode fill,
-                     const RunOptions& opt, CaseResult& r) {
+Outcome check_device(const Problem& problem, Backend& backend, CaseData& data, FillMode fill, const RunOptions& opt,
+                     CaseResult& r) {
   StageTimes& ms = r.stages_ms;
   const ComparePlan plan = timed(ms.plan, [&] { return stages::plan(problem, data.ref, fill); });
   const auto digests = timed(ms.guards, [&] { return stages::input_digests(data.packed); });
   auto run = timed(ms.device, [&] { return stages::device(problem, backend, data.packed); });
   r.device_ms = ms.device;
   if (auto* outcome = std::get_if<Outcome>(&run)) return *outcome;
-  const stages::DeviceRun& device = std::get<stages::DeviceRun>(run);
-  r.warnings = device.warnings;
-  if (auto outcome = timed(ms.guards, [&] { return stages::guards_and_inputs(device, data.packed, digests); })) {
+  data.device = std::move(std::get<stages::DeviceRun>(run));
+  r.warnings = data.device.warnings;
+  if (auto outcome = timed(ms.guards, [&] { return stages::guards_and_inputs(data.device, data.packed, digests); })) {
     return *outcome;
   }
-  const TensorMap got = timed(ms.unpack, [&] { return stages::unpack(problem, device); });
+  data.got = timed(ms.unpack, [&] { return stages::unpack(problem, data.device); });
   stages::Compared compared =
-      timed(ms.compare, [&] { return stages::compare(problem, plan, data.ref, got, data.inputs); });
+      timed(ms.compare, [&] { return stages::compare(problem, plan, data.ref, data.got, data.inputs); });
   r.outputs = std::move(compared.outputs);
   if (compared.outcome) return *compared.outcome;
   const auto vacuous = timed(ms.vacuity, [&] {
-    return opt.vacuity ? stages::vacuity(plan, data.ref, got, r.outputs) : std::nullopt;
+    return opt.vacuity ? stages::vacuity(plan, data.ref, data.got, r.outputs) : std::nullopt;
   });
   if (auto outcome = timed(ms.determinism, [&] {
-        return stages::determinism(problem, backend, data.packed, plan, data.ref, got, opt.repeat);
+        return stages::determinism(problem, backend, data.packed, plan, data.ref, data.got, opt.repeat);
       })) {
     return *outcome;
   }
@@ -116,9 +120,8 @@ Outcome check_device(const Problem& problem, Backend& backend, const CaseData& d
                                            : "all outputs match"};
 }
 
-}  // namespace
-
-CaseResult run_case(const PreparedCase& pc, Backend& backend, const RunOptions& opt) {
+// Every stage of one case, its tensors left in `data`.
+CaseResult run_stages(const PreparedCase& pc, Backend& backend, const RunOptions& opt, CaseData& data) {
   const auto t0 = Clock::now();
   CaseResult r = result_header(pc, backend.name(), opt);
   auto parsed = timed(r.stages_ms.parse, [&] { return stages::parse(pc); });
@@ -127,10 +130,16 @@ CaseResult run_case(const PreparedCase& pc, Backend& backend, const RunOptions& 
   if (auto outcome = timed(r.stages_ms.validate, [&] { return stages::validate(pc, problem, backend); })) {
     return finish(std::move(r), *outcome, t0);
   }
-  auto data = compute_case_data(pc, problem, r);
-  if (auto* outcome = std::get_if<Outcome>(&data)) return finish(std::move(r), *outcome, t0);
-  Outcome outcome = check_device(problem, backend, std::get<CaseData>(data), pc.c.fill, opt, r);
+  if (auto outcome = compute_case_data(pc, problem, data, r)) return finish(std::move(r), *outcome, t0);
+  Outcome outcome = check_device(problem, backend, data, pc.c.fill, opt, r);
   return finish(std::move(r), std::move(outcome), t0);
+}
+
+}  // namespace
+
+CaseResult run_case(const PreparedCase& pc, Backend& backend, const RunOptions& opt) {
+  CaseData data;
+  return run_stages(pc, backend, opt, data);
 }
 
 CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt) {
@@ -141,9 +150,14 @@ CaseResult run_case_isolated(const PreparedCase& pc, Backend& backend, const Run
   const auto t0 = Clock::now();
   const CaseResult base = result_header(pc, backend.name(), opt);
   const ChildOutcome child = run_in_child(
-      [&] {
+      [&]() -> std::string {
         if (opt.child_threads > 0) math::set_threads(opt.child_threads);
-        return to_json(run_case(pc, backend, opt)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        // The result leaves while the case's tensors (gigabytes at nightly sizes) are still
+        // allocated; the child then exits without freeing them one by one, and the parent goes on
+        // while the kernel reclaims them (core/child_process.h).
+        CaseData data;
+        const CaseResult r = run_stages(pc, backend, opt, data);
+        send_result_and_exit(to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       },
       opt.timeout_s);
   switch (child.end) {
