@@ -44,7 +44,9 @@ struct OutputResult {
 // compared (Problem::compare_plan, before the device runs), `guards` stage (7) with the digests of
 // the inputs it checks against, `compare` stage (9). `transfer` is what the
 // child process costs a case run in isolation (fork, result to JSON, pipe, parse: the parent's wall
-// time minus the child's ms.total), so it is outside ms.total; the other stages lie inside it.
+// time minus the child's ms.total), so it is outside ms.total; the other stages lie inside it. The
+// child's exit (the kernel freeing its tensors) is in no stage: the parent does not wait for it, and
+// it overlaps the next case (core/child_process.h).
 struct StageTimes {
   double parse = 0, validate = 0, fill = 0, reference = 0, pack = 0, golden = 0, plan = 0, device = 0, guards = 0,
          unpack = 0, compare = 0, vacuity = 0, determinism = 0, transfer = 0;

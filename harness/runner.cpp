@@ -154,7 +154,10 @@ CaseResult run_case_isolated(const PreparedCase& pc, Backend& backend, const Run
         if (opt.child_threads > 0) math::set_threads(opt.child_threads);
         // The result leaves while the case's tensors (gigabytes at nightly sizes) are still
         // allocated; the child then exits without freeing them one by one, and the parent goes on
-        // while the kernel reclaims them (core/child_process.h).
+        // while the kernel reclaims them (core/child_process.h). So a kernel that corrupted the
+        // heap such that free() would abort at the end of the case no longer turns its verdict
+        // into CRASHED: the guards (stage 7) are the check for writes outside the outputs, and a
+        // run in one process (--no-isolate) still frees everything.
         CaseData data;
         const CaseResult r = run_stages(pc, backend, opt, data);
         send_result_and_exit(to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
