@@ -18,6 +18,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace opgate {
 namespace {
@@ -83,6 +84,47 @@ size_t framed_length(const std::string& received) {
 bool frame_complete(const std::string& received) {
   const size_t n = framed_length(received);
   return n != SIZE_MAX && received.size() - kFrameHeader >= n;
+}
+
+// What the parent read of a child's framed result: its bytes (possibly cut short), whether they are
+// all there, and whether the deadline passed first.
+struct ReadResult {
+  std::string text;
+  bool whole = false;
+  bool timed_out = false;
+};
+
+// Reads until the result is whole, the pipe closes, `timeout_s` passes or a stop signal comes.
+ReadResult read_result(int fd, double timeout_s) {
+  ReadResult out;
+  const auto t0 = std::chrono::steady_clock::now();
+  char buf[65536];
+  std::string received;
+  while (g_stop_signal == 0) {
+    const double left_ms =
+        timeout_s * 1000 - std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (left_ms <= 0) {
+      out.timed_out = true;
+      break;
+    }
+    pollfd pfd{fd, POLLIN, 0};
+    // At most 200 ms per wait: a stop signal landing just before poll() is seen within that.
+    const int ready = poll(&pfd, 1, static_cast<int>(std::min(left_ms, 200.0)) + 1);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    received.append(buf, static_cast<size_t>(n));
+    if (frame_complete(received)) {
+      out.whole = true;
+      break;
+    }
+  }
+  if (received.size() > kFrameHeader) {
+    out.text = received.substr(kFrameHeader, std::min(framed_length(received), received.size() - kFrameHeader));
+  }
+  return out;
 }
 
 // Children whose result arrived whole, reaped as they end, each by a thread that takes no signal
@@ -188,44 +230,17 @@ ChildOutcome run_in_child(const std::function<std::string()>& body, double timeo
   // A stop signal that arrived between the last case and the fork found no child to kill.
   if (g_stop_signal != 0) kill(pid, SIGKILL);
   close(fds[1]);
-  const auto t0 = std::chrono::steady_clock::now();
-  bool timed_out = false;
-  char buf[65536];
-  std::string received;
-  bool whole = false;
-  for (;;) {
-    if (g_stop_signal != 0) break;
-    const double left_ms =
-        timeout_s * 1000 - std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (left_ms <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd pfd{fds[0], POLLIN, 0};
-    // At most 200 ms per wait: a stop signal landing just before poll() is seen within that.
-    const int ready = poll(&pfd, 1, static_cast<int>(std::min(left_ms, 200.0)) + 1);
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    const ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    received.append(buf, static_cast<size_t>(n));
-    if (frame_complete(received)) {
-      whole = true;
-      break;
-    }
-  }
+  ReadResult got = read_result(fds[0], timeout_s);
   close(fds[0]);
-  if (received.size() > kFrameHeader) {
-    out.output = received.substr(kFrameHeader, std::min(framed_length(received), received.size() - kFrameHeader));
-  }
+  out.output = std::move(got.text);
   // A whole result came before any stop or deadline: the child has nothing left to do but exit.
-  if (whole) {
+  if (got.whole) {
     g_child_pid = 0;
     Reaper::instance().reap_later(pid);
     out.end = ChildOutcome::End::kExited;
     return out;
   }
+  const bool timed_out = got.timed_out;
   const bool interrupted = g_stop_signal != 0;
   if (timed_out || interrupted) kill(pid, SIGKILL);
   int wstatus = 0;
