@@ -1,6 +1,7 @@
-// The HTML report, in the order a CI owner reads it: run settings, counts, the per-operator summary,
-// the failures with their worst elements, then every case in a filterable, sortable table with its
-// per-output metrics and ULP histograms. One file: inline CSS, inline JS, inline SVG.
+// The HTML report, in the order a CI owner reads it: counts, where the time went, run settings, the
+// per-operator summary, the failures with their worst elements, then every case in a filterable,
+// sortable table with its per-output metrics and ULP histograms. One file: inline CSS, inline JS,
+// inline SVG.
 #include "core/report_html.h"
 
 #include <algorithm>
@@ -118,6 +119,14 @@ void settings_rows(const nlohmann::json& j, const std::string& key, std::string&
     value = j.dump();
   }
   rows += fmt::format("<tr><th>{}</th><td>{}</td></tr>", esc(key), value.empty() ? "&mdash;" : esc(value));
+}
+
+// Where the run's time went: summary.txt's line, each stage's total largest first (issue 15 part 4).
+std::string stage_times(const std::vector<CaseResult>& results) {
+  std::string line = stage_time_line(results);
+  if (line.empty()) return "";
+  line.pop_back();  // the newline
+  return fmt::format("<p id=\"stage-times\"><small>{}</small></p>", esc(line));
 }
 
 std::string settings_table(const nlohmann::json& run_info) {
@@ -490,6 +499,7 @@ std::string render_html_report(const nlohmann::json& run_info, const std::vector
   if (trends != nullptr) html += " &middot; <a href=\"#trends\">trends</a>";
   html += "</p>";
   html += verdict_counts(counts);
+  html += stage_times(results);
   html += settings_table(run_info);
   html += operator_summary(results);
   html += failures_section(results);
