@@ -18,7 +18,8 @@ namespace opgate {
 CaseResult run_case(const PreparedCase& pc, Backend& backend, const RunOptions& opt);
 // Prepares and runs one case (callers without a report folder: repro, shrink, tests).
 CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt);
-// Runs one case in a forked child; a hang becomes TIMEOUT, a signal or abort CRASHED.
+// Runs one case in a forked child; a hang becomes TIMEOUT, a signal or abort CRASHED. The child
+// sends its result before freeing the case's tensors and does not free them (its exit does).
 CaseResult run_case_isolated(const PreparedCase& pc, Backend& backend, const RunOptions& opt);
 CaseResult run_case_isolated(const Case& c, Backend& backend, const RunOptions& opt);
 
