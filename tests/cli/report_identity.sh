@@ -38,6 +38,7 @@ masks = [
     (re.compile(r'"stages_ms":\{[^}]*\},'), ''),           # results.jsonl: each stage's wall time
     (re.compile(r'\n\s*"stages_ms": \{[^}]*\},'), ''),   # failed/<id>.json (pretty-printed)
     (re.compile(r'^where the time went: .*\n', re.M), ''),  # summary.txt: stage totals
+    (re.compile(r'<p id="stage-times">.*?</p>'), ''),        # report.html: stage totals
     (re.compile(r' time="[0-9.]+"'), ' time="T"'),           # junit.xml
     (re.compile(r' timestamp="[^"]*"'), ' timestamp="T"'),   # junit.xml: when each suite ran
     (re.compile(r'<property name="harness_version" value="[^"]*"/>'), '<property name="harness_version" value="X"/>'),
