@@ -5,6 +5,8 @@
 // frac_nofma is useful GFLOP/s over the no-FMA probe, which uses 256-bit vectors (bench_limits.cpp):
 // on an AVX-512 machine with 512-bit multiply and add units the reference's own ceiling is higher. The peer: OpenBLAS cblas_dgemm on the same
 // matrices (converted to double outside the timing), both matmuls of every expert, same threads.
+// The int8 rows (reference vs emulator, same size, int8 -> fp16 with per-channel scale, int32
+// biases): the emulator is what fuzzing runs, so its time is read against the reference's.
 #include <benchmark/benchmark.h>
 
 #include <vector>
@@ -29,8 +31,10 @@ struct Fixture {
   SpecMap specs;
   TensorMap in;
   double flops = 0, bytes = 0;
-  Fixture() {
-    auto pk = mffn::Builder().tokens({256, 256, 256, 256, 256, 256, 256, 256}).k1(1024).n1(2816).bias1().bias2().build();
+  explicit Fixture(DType dtype) {
+    auto b = mffn::Builder().dtype(dtype).tokens({256, 256, 256, 256, 256, 256, 256, 256}).k1(1024).n1(2816);
+    if (dtype == DType::kI8) b.per_channel();
+    auto pk = b.bias1().bias2().build();
     p = pk.first;
     specs = ref::moe_ffn::specs(p);
     in = mffn::fill(p, pk.second, specs, FillMode::kRealistic, 1).value();
@@ -40,7 +44,12 @@ struct Fixture {
 };
 
 const Fixture& fixture() {
-  static const Fixture f;
+  static const Fixture f(DType::kF16);
+  return f;
+}
+
+const Fixture& fixture_i8() {
+  static const Fixture f(DType::kI8);
   return f;
 }
 
@@ -102,6 +111,20 @@ void BM_mffn_emu(benchmark::State& state) {
   bench::measure(state, f.bytes, f.flops, [&] { benchmark::DoNotOptimize(emu::moe_ffn::run(f.p, f.in, out, "")); });
 }
 BENCHMARK(BM_mffn_emu)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(2);
+
+void BM_mffn_reference_i8(benchmark::State& state) {
+  const Fixture& f = fixture_i8();
+  bench::measure(state, f.bytes, f.flops, [&] { benchmark::DoNotOptimize(ref::moe_ffn::reference(f.p, f.in)); });
+}
+BENCHMARK(BM_mffn_reference_i8)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(2);
+
+void BM_mffn_emu_i8(benchmark::State& state) {
+  const Fixture& f = fixture_i8();
+  TensorMap out;
+  out["y"] = make_guarded(f.specs.at("y").dtype, f.specs.at("y").shape).tensor;
+  bench::measure(state, f.bytes, f.flops, [&] { benchmark::DoNotOptimize(emu::moe_ffn::run(f.p, f.in, out, "")); });
+}
+BENCHMARK(BM_mffn_emu_i8)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(2);
 
 }  // namespace
 }  // namespace opgate

@@ -63,7 +63,6 @@ constexpr DefectEntry kDefects[] = {
      "AscendQuant multiplies by the fp32 scale instead of its half cast"},
 };
 
-constexpr int64_t kColTile = 512;
 constexpr int64_t kFractal = 16;  // cube K depth of one fractal (ASSUMPTION, spec §1.4.7)
 constexpr int64_t kRowBlock = 64;
 
@@ -195,21 +194,144 @@ void gemm_f32(const float* a, int64_t rows, int64_t kdim, const float* b, int64_
   }
 }
 
-// int32 cube accumulation; wraps like the hardware (check_data keeps valid cases in range).
-void gemm_i32(const int32_t* a, int64_t rows, int64_t kdim, const int32_t* b, int64_t n, const int32_t* bias,
-              int32_t* out) {
-  std::vector<uint32_t> acc(static_cast<size_t>(kColTile));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t j0 = 0; j0 < n; j0 += kColTile) {
-      const int64_t jt = std::min(kColTile, n - j0);
-      for (int64_t j = 0; j < jt; ++j) acc[static_cast<size_t>(j)] = bias ? static_cast<uint32_t>(bias[j0 + j]) : 0u;
-      for (int64_t kk = 0; kk < kdim; ++kk) {
-        const auto av = static_cast<uint32_t>(a[r * kdim + kk]);
-        const int32_t* brow = b + kk * n + j0;
-        for (int64_t j = 0; j < jt; ++j) acc[static_cast<size_t>(j)] += av * static_cast<uint32_t>(brow[j]);
-      }
-      for (int64_t j = 0; j < jt; ++j) out[r * n + j0 + j] = static_cast<int32_t>(acc[static_cast<size_t>(j)]);
+// int32 cube accumulation of the int8 path: out = bias + a b in int32 sums that wrap like the
+// hardware (mod 2^32; check_data keeps valid cases in range). Sums mod 2^32 are associative and
+// commutative, so no blocking, vector width or order can change a bit: uint32 lanes across output
+// columns (vpmulld / vpaddd; unsigned, so the wrap-around is defined), b packed once per expert
+// into column panels of the path's tile width, the accumulators in registers across a k block.
+typedef uint32_t U4 __attribute__((vector_size(16)));
+typedef uint32_t U8 __attribute__((vector_size(32)));
+typedef uint32_t U16 __attribute__((vector_size(64)));
+constexpr int64_t kKcI = 256;
+
+// b (kdim x n) packed for gemm_i32 on path `isa`: panel p holds columns [p nr, p nr + nr), kdim
+// rows of nr values each (columns past n are 0), so element (k, j) is at
+// data[(j / nr * kdim + k) * nr + j % nr].
+struct PackedInts {
+  math::Isa isa = math::Isa::kSse2;
+  int64_t kdim = 0, n = 0, nr = 0;
+  std::vector<uint32_t> data;
+};
+
+// SSE2 is x86-64's baseline, so the scalar setting runs the SSE2 code (one formulation on every
+// path, no dead plain loop for mutants to hide in).
+math::Isa int_path() {
+  const math::Isa isa = math::isa();
+  return isa == math::Isa::kScalar ? math::Isa::kSse2 : isa;
+}
+
+// Register tiles (rows x vectors of columns): SSE2 4 x 2 of 4 lanes (8 of 16 xmm), AVX2 6 x 2 of 8
+// (12 of 16 ymm), AVX-512 6 x 4 of 16 (24 of 32 zmm); the panel width is the tile's columns.
+int64_t panel_width(math::Isa isa) {
+  return isa == math::Isa::kAvx512 ? 64 : isa == math::Isa::kAvx2 ? 16 : 8;
+}
+
+// Element (k, j) of b is b[k * ld_k + j * ld_j] (ld_k = 1, ld_j = kdim reads a transposed matrix).
+template <class T>
+PackedInts pack_ints(const T* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j) {
+  PackedInts p;
+  p.isa = int_path();
+  p.kdim = kdim;
+  p.n = n;
+  p.nr = panel_width(p.isa);
+  const int64_t panels = (n + p.nr - 1) / p.nr;
+  p.data.assign(static_cast<size_t>(panels * kdim * p.nr), 0u);
+  math::parallel_for(panels, [&](int64_t panel) {
+    const int64_t j0 = panel * p.nr, cols = std::min(p.nr, n - j0);
+    uint32_t* dst = p.data.data() + panel * kdim * p.nr;
+    for (int64_t k = 0; k < kdim; ++k) {
+      for (int64_t j = 0; j < cols; ++j) dst[k * p.nr + j] = static_cast<uint32_t>(b[k * ld_k + (j0 + j) * ld_j]);
     }
+  });
+  return p;
+}
+
+template <typename V>
+OPGATE_INLINE V load_u(const uint32_t* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <typename V>
+OPGATE_INLINE void store_u(uint32_t* p, V v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// c[r][j] += sum_{k < kc} a[r * lda + k] * bp[k * kNr + j] for r < mr, j < nr. Rows past mr read
+// row mr - 1 again (their sums land in the discarded part of the edge tile).
+template <typename V, int kMr, int kNv>
+OPGATE_INLINE void tile_i32(const int32_t* a, int64_t lda, int64_t mr, const uint32_t* bp, int64_t kc, uint32_t* c,
+                            int64_t ldc, int64_t nr) {
+  constexpr int64_t kLanes = sizeof(V) / sizeof(uint32_t);
+  constexpr int64_t kNr = kLanes * kNv;
+  uint32_t edge[kMr * kNr] = {};
+  const bool full = mr == kMr && nr == kNr;
+  uint32_t* dst = full ? c : edge;
+  const int64_t ld = full ? ldc : kNr;
+  for (int64_t r = 0; !full && r < mr; ++r) std::copy_n(c + r * ldc, nr, edge + r * kNr);
+  const int32_t* row[kMr];
+  for (int r = 0; r < kMr; ++r) row[r] = a + std::min<int64_t>(r, mr - 1) * lda;
+  V acc[kMr][kNv];
+  for (int r = 0; r < kMr; ++r) {
+    for (int v = 0; v < kNv; ++v) acc[r][v] = load_u<V>(dst + r * ld + kLanes * v);
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    V bv[kNv];
+    for (int v = 0; v < kNv; ++v) bv[v] = load_u<V>(bp + k * kNr + kLanes * v);
+    for (int r = 0; r < kMr; ++r) {
+      const auto av = static_cast<uint32_t>(row[r][k]);
+      for (int v = 0; v < kNv; ++v) acc[r][v] += bv[v] * av;
+    }
+  }
+  for (int r = 0; r < kMr; ++r) {
+    for (int v = 0; v < kNv; ++v) store_u<V>(dst + r * ld + kLanes * v, acc[r][v]);
+  }
+  for (int64_t r = 0; !full && r < mr; ++r) std::copy_n(edge + r * kNr, nr, c + r * ldc);
+}
+
+template <typename V, int kMr, int kNv>
+OPGATE_INLINE void gemm_i32_blocked(const int32_t* a, int64_t rows, int64_t lda, const PackedInts& b,
+                                    const int32_t* bias, int32_t* out) {
+  constexpr int64_t kNr = static_cast<int64_t>(sizeof(V) / sizeof(uint32_t)) * kNv;
+  const int64_t n = b.n;
+  auto* c = reinterpret_cast<uint32_t*>(out);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < n; ++j) c[r * n + j] = bias ? static_cast<uint32_t>(bias[j]) : 0u;
+  }
+  for (int64_t pc = 0; pc < b.kdim; pc += kKcI) {
+    const int64_t kc = std::min(kKcI, b.kdim - pc);
+    for (int64_t jr = 0; jr < n; jr += kNr) {
+      const uint32_t* bp = b.data.data() + jr * b.kdim + pc * kNr;  // panel jr / kNr, row pc
+      for (int64_t s = 0; s < rows; s += kMr) {
+        tile_i32<V, kMr, kNv>(a + s * lda + pc, lda, std::min<int64_t>(kMr, rows - s), bp, kc, c + s * n + jr, n,
+                              std::min(kNr, n - jr));
+      }
+    }
+  }
+}
+
+void gemm_i32_sse2(const int32_t* a, int64_t rows, int64_t lda, const PackedInts& b, const int32_t* bias,
+                   int32_t* out) {
+  gemm_i32_blocked<U4, 4, 2>(a, rows, lda, b, bias, out);
+}
+__attribute__((target("avx2"))) void gemm_i32_avx2(const int32_t* a, int64_t rows, int64_t lda, const PackedInts& b,
+                                                   const int32_t* bias, int32_t* out) {
+  gemm_i32_blocked<U8, 6, 2>(a, rows, lda, b, bias, out);
+}
+__attribute__((target("avx512f,avx2"))) void gemm_i32_avx512(const int32_t* a, int64_t rows, int64_t lda,
+                                                             const PackedInts& b, const int32_t* bias,
+                                                             int32_t* out) {
+  gemm_i32_blocked<U16, 6, 4>(a, rows, lda, b, bias, out);
+}
+
+// out[r * b.n + j] = bias[j] + sum_k a[r * lda + k] b(k, j) mod 2^32 (no bias: 0), on the path b
+// was packed for.
+void gemm_i32(const int32_t* a, int64_t rows, int64_t lda, const PackedInts& b, const int32_t* bias, int32_t* out) {
+  switch (b.isa) {
+    case math::Isa::kScalar:
+    case math::Isa::kSse2: return gemm_i32_sse2(a, rows, lda, b, bias, out);
+    case math::Isa::kAvx2: return gemm_i32_avx2(a, rows, lda, b, bias, out);
+    case math::Isa::kAvx512: return gemm_i32_avx512(a, rows, lda, b, bias, out);
   }
 }
 
@@ -265,6 +387,27 @@ std::vector<T> values_as(const Tensor& t) {
   return v;
 }
 
+// values_as<int32_t>, reading int8 and int32 tensors (the int8 path's dtypes) without conversion.
+std::vector<int32_t> ints_of(const Tensor& t) {
+  if (t.dtype() == DType::kI8) return {t.ptr<int8_t>(), t.ptr<int8_t>() + t.numel()};
+  if (t.dtype() == DType::kI32) return {t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel()};
+  return values_as<int32_t>(t);
+}
+
+// The (E, kdim, n) weights of every expert packed for gemm_i32; `transposed`: the w1_transposed
+// defect's view, element (e, k, j) read from the memory of a (E, n, kdim) tensor.
+std::vector<PackedInts> pack_experts(const Tensor& w, int64_t experts, int64_t kdim, int64_t n, bool transposed) {
+  const int64_t ld_k = transposed ? 1 : n, ld_j = transposed ? kdim : 1;
+  std::vector<int32_t> converted;
+  if (w.dtype() != DType::kI8) converted = values_as<int32_t>(w);
+  std::vector<PackedInts> out;
+  for (int64_t e = 0; e < experts; ++e) {
+    out.push_back(w.dtype() == DType::kI8 ? pack_ints(w.ptr<int8_t>() + e * kdim * n, kdim, n, ld_k, ld_j)
+                                          : pack_ints(converted.data() + e * kdim * n, kdim, n, ld_k, ld_j));
+  }
+  return out;
+}
+
 const Tensor* find(const TensorMap& m, const char* name) {
   const auto it = m.find(name);
   return it == m.end() || !it->second.defined() ? nullptr : &it->second;
@@ -296,7 +439,8 @@ struct Kernel {
   int64_t k, n;
   Tensor y;
   std::vector<float> x, w1, w2, b1, b2, scale, offset, deq1, deq2;
-  std::vector<int32_t> xi, w1i, w2i, b1i, b2i;
+  std::vector<int32_t> xi, b1i, b2i;
+  std::vector<PackedInts> w1p, w2p;  // per expert
 
   bool quant() const { return path == Path::kQuantF16 || path == Path::kQuantBF16; }
   const float* bias1(int64_t e) const { return b1.empty() ? nullptr : b1.data() + e * n; }
@@ -337,7 +481,7 @@ struct Kernel {
   void quant_block(int64_t we, int64_t row0, int64_t rows) {
     std::vector<int32_t> acc(static_cast<size_t>(rows * n));
     std::vector<int32_t> acc2(static_cast<size_t>(rows * k));
-    gemm_i32(xi.data() + row0 * k, rows, k, w1i.data() + we * k * n, n, b1i.empty() ? nullptr : b1i.data() + we * n,
+    gemm_i32(xi.data() + row0 * k, rows, k, w1p[static_cast<size_t>(we)], b1i.empty() ? nullptr : b1i.data() + we * n,
              acc.data());
     const bool erf = defect == Defect::kErfGelu;
     for (int64_t i = 0; i < rows; ++i) {
@@ -359,7 +503,7 @@ struct Kernel {
       }
     }
     const bool drop_b2 = b2i.empty() || defect == Defect::kBias2Dropped;
-    gemm_i32(acc.data(), rows, n, w2i.data() + we * n * k, k, drop_b2 ? nullptr : b2i.data() + we * k, acc2.data());
+    gemm_i32(acc.data(), rows, n, w2p[static_cast<size_t>(we)], drop_b2 ? nullptr : b2i.data() + we * k, acc2.data());
     for (int64_t i = 0; i < rows * k; ++i) {
       const double deq = deq2[static_cast<size_t>(we * k + i % k)];
       const auto acc_f = static_cast<float>(acc2[static_cast<size_t>(i)]);
@@ -417,6 +561,15 @@ std::vector<Block> row_blocks(const ffn::Params& p, Defect defect, int64_t block
 
 }  // namespace
 
+void matmul_i32(const int32_t* a, int64_t rows, int64_t kdim, const int32_t* b, int64_t n, const int32_t* bias,
+                int32_t* out) {
+  const PackedInts packed = pack_ints(b, kdim, n, n, 1);
+  math::parallel_for((rows + kRowBlock - 1) / kRowBlock, [&](int64_t blk) {
+    const int64_t r0 = blk * kRowBlock;
+    gemm_i32(a + r0 * kdim, std::min(kRowBlock, rows - r0), kdim, packed, bias, out + r0 * n);
+  });
+}
+
 std::vector<DefectInfo> defects() {
   return defect_infos(kDefects);
 }
@@ -434,11 +587,12 @@ Status run(const ffn::Params& p, const TensorMap& in, TensorMap& out, const std:
   Kernel kr(p, defect, *find(out, "y"));
   if (p.m == 0 || p.k1 == 0) return Status::ok();  // tiling launches nothing (bs, k1 or n2 is 0)
   if (kr.quant()) {
-    kr.xi = values_as<int32_t>(in.at("x"));
-    kr.w1i = values_as<int32_t>(in.at("weight1"));
-    kr.w2i = values_as<int32_t>(in.at("weight2"));
-    if (p.has_bias1) kr.b1i = values_as<int32_t>(in.at("bias1"));
-    if (p.has_bias2) kr.b2i = values_as<int32_t>(in.at("bias2"));
+    kr.xi = ints_of(in.at("x"));
+    const int64_t experts = ffn::num_experts(p);
+    kr.w1p = pack_experts(in.at("weight1"), experts, p.k1, p.n1, defect == Defect::kW1Transposed);
+    kr.w2p = pack_experts(in.at("weight2"), experts, p.n1, p.k1, false);
+    if (p.has_bias1) kr.b1i = ints_of(in.at("bias1"));
+    if (p.has_bias2) kr.b2i = ints_of(in.at("bias2"));
     kr.scale = values_as<float>(in.at("scale"));
     kr.offset = values_as<float>(in.at("offset"));
     const bool fixpipe = kr.path == Path::kQuantF16 && p.n1 > 0 && defect != Defect::kDeqScaleNotTruncated;
@@ -458,7 +612,6 @@ Status run(const ffn::Params& p, const TensorMap& in, TensorMap& out, const std:
   }
   if (defect == Defect::kW1Transposed) {
     transpose_experts(kr.w1, ffn::num_experts(p), p.n1, p.k1);
-    transpose_experts(kr.w1i, ffn::num_experts(p), p.n1, p.k1);
   }
   const std::vector<Block> blocks = row_blocks(p, defect, kRowBlock);
   math::parallel_for(static_cast<int64_t>(blocks.size()), [&](int64_t b) {

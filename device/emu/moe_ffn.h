@@ -3,6 +3,7 @@
 // kernel defects the fault backend can inject.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,13 @@ namespace opgate::emu::moe_ffn {
 // pre-allocated `out` tensor y; rows the (defective) kernel does not reach keep their contents.
 // `defect` is "" (faithful) or a name from defects(); an unknown name is an internal error.
 Status run(const ref::moe_ffn::Params& p, const TensorMap& in, TensorMap& out, const std::string& defect);
+
+// The int8 path's cube accumulation (exposed for its tests): out[r * n + j] = bias[j] +
+// sum_k a[r * kdim + k] * b[k * n + j] for r < rows, j < n (bias null: 0), in int32 sums that wrap
+// mod 2^32 like the hardware; on the current ISA path (math::isa()), rows split into the
+// emulator's row blocks over the project's threads.
+void matmul_i32(const int32_t* a, int64_t rows, int64_t kdim, const int32_t* b, int64_t n, const int32_t* bias,
+                int32_t* out);
 
 // The injectable defects, each named "mffn.<what>" with a one-line description.
 std::vector<DefectInfo> defects();

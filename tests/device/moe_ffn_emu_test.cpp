@@ -180,30 +180,125 @@ TEST(MoeFFNEmu, deterministic_over_runs) {
 
 
 
-// The fp32 fractal matmul is vectorised per ISA path (the scalar setting runs the SSE2 code); every
-// path and thread count must give the 1-thread SSE2 y bit for bit: fp16 and bf16 (both matmuls fp32), K1 = 300 (a
-// second 256-deep block ending inside a fractal), experts of 70, 0, 13 rows (partial register
-// tiles), N1 = 45 and K1 columns of 300 (partial 16- and 32-column panels), biases.
-TEST(MoeFFNEmu, bit_identical_across_isa_paths_and_threads) {
+// Runs fn once on every ISA path this CPU has and at 1, 2 and 7 threads, then restores both.
+template <class Fn>
+void on_every_path_and_thread_count(Fn fn) {
   const math::Isa isa_before = math::isa();
-  for (DType t : {DType::kF16, DType::kBF16}) {
-    const auto [p, k] = mc::Builder().dtype(t).tokens({70, 0, 13}).k1(300).n1(45).bias1().bias2().build();
-    const TensorMap in = mc::fill(p, k, ref::moe_ffn::specs(p), FillMode::kRealistic, 5).value();
-    math::set_threads(1);
-    math::set_isa(math::Isa::kSse2);
-    const Tensor base = run_emu(p, in);
-    for (math::Isa isa : {math::Isa::kSse2, math::Isa::kAvx2, math::Isa::kAvx512}) {
-      if (!math::isa_supported(isa)) continue;
-      math::set_isa(isa);
-      for (int64_t threads : {1, 2, 7}) {
-        math::set_threads(threads);
-        EXPECT_TRUE(run_emu(p, in).bytes_equal(base)) << dtype_name(t) << " " << math::isa_name(isa) << " at "
-                                                      << threads << " threads";
-      }
+  for (math::Isa isa : {math::Isa::kScalar, math::Isa::kSse2, math::Isa::kAvx2, math::Isa::kAvx512}) {
+    if (!math::isa_supported(isa)) continue;
+    math::set_isa(isa);
+    for (int64_t threads : {1, 2, 7}) {
+      math::set_threads(threads);
+      fn(std::string(math::isa_name(isa)) + " at " + std::to_string(threads) + " threads");
     }
   }
   math::set_threads(0);
   math::set_isa(isa_before);
+}
+
+// The fp32 fractal matmul is vectorised per ISA path (the scalar setting runs the SSE2 code), and
+// so is the int32 one of the int8 paths; every path and thread count must give the 1-thread SSE2
+// y bit for bit. fp16 and bf16 (both matmuls fp32), K1 = 300 (a second 256-deep block ending
+// inside a fractal), experts of 70, 0, 13 rows (partial register tiles), N1 = 45 and K1 columns of
+// 300 (partial 8- to 64-column panels), biases; int8 to fp16 and to bf16 with per-channel scales.
+TEST(MoeFFNEmu, bit_identical_across_isa_paths_and_threads) {
+  for (DType t : {DType::kF16, DType::kBF16, DType::kI8}) {
+    for (DType y : {DType::kF16, DType::kBF16}) {
+      if (t != DType::kI8 && y != t) continue;
+      auto b = mc::Builder().dtype(t).tokens({70, 0, 13}).k1(300).n1(45).bias1().bias2();
+      if (t == DType::kI8) b.y_dtype(y).per_channel();
+      const auto [p, k] = b.build();
+      const TensorMap in = mc::fill(p, k, ref::moe_ffn::specs(p), FillMode::kRealistic, 5).value();
+      const math::Isa isa_before = math::isa();
+      math::set_threads(1);
+      math::set_isa(math::Isa::kSse2);
+      const Tensor base = run_emu(p, in);
+      math::set_threads(0);
+      math::set_isa(isa_before);
+      on_every_path_and_thread_count([&](const std::string& where) {
+        EXPECT_TRUE(run_emu(p, in).bytes_equal(base)) << dtype_name(t) << " -> " << dtype_name(y) << " " << where;
+      });
+    }
+  }
+}
+
+// The independent formulation of matmul_i32: the same sum in int64 in row / k / column order, then
+// reduced mod 2^32 (uint64 -> uint32 keeps the low 32 bits, the two's complement wrap).
+std::vector<int32_t> triple_loop(const std::vector<int32_t>& a, int64_t rows, int64_t kdim,
+                                 const std::vector<int32_t>& b, int64_t n, const std::vector<int32_t>& bias) {
+  std::vector<int32_t> out(static_cast<size_t>(rows * n));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      uint64_t sum = bias.empty() ? 0 : static_cast<uint64_t>(static_cast<int64_t>(bias[static_cast<size_t>(j)]));
+      for (int64_t k = 0; k < kdim; ++k) {
+        const int64_t prod = static_cast<int64_t>(a[static_cast<size_t>(r * kdim + k)]) *
+                             static_cast<int64_t>(b[static_cast<size_t>(k * n + j)]);
+        sum += static_cast<uint64_t>(prod);
+      }
+      out[static_cast<size_t>(r * n + j)] = static_cast<int32_t>(static_cast<uint32_t>(sum));
+    }
+  }
+  return out;
+}
+
+std::vector<int32_t> matmul(const std::vector<int32_t>& a, int64_t rows, int64_t kdim, const std::vector<int32_t>& b,
+                            int64_t n, const std::vector<int32_t>& bias) {
+  std::vector<int32_t> out(static_cast<size_t>(rows * n), 0x5a5a5a5a);
+  matmul_i32(a.data(), rows, kdim, b.data(), n, bias.empty() ? nullptr : bias.data(), out.data());
+  return out;
+}
+
+// Values in [lo, hi] from a fixed LCG, with both ends planted at the front.
+std::vector<int32_t> ints(int64_t count, int64_t lo, int64_t hi, uint64_t seed) {
+  std::vector<int32_t> v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    const auto span = static_cast<uint64_t>(hi - lo + 1);
+    v[static_cast<size_t>(i)] = static_cast<int32_t>(lo + static_cast<int64_t>((seed >> 33) % span));
+  }
+  if (count > 0) v[0] = static_cast<int32_t>(lo);
+  if (count > 1) v[1] = static_cast<int32_t>(hi);
+  return v;
+}
+
+// int8 operands (the int8 path's x, weights and re-quantised hidden values), int32 biases, on
+// sizes around every tile edge: k = 1, n = 1, rows and n off the 4/6-row and 8/16/64-column
+// tiles, k across the 256-deep blocks, rows across the 64-row blocks; with and without bias. The
+// all -128 and all 127 corners reach |sum| = 128 * 128 * 300 + |bias|.
+TEST(MoeFFNEmu, int_matmul_matches_a_plain_triple_loop) {
+  struct Size {
+    int64_t rows, kdim, n;
+  };
+  const Size sizes[] = {{1, 1, 1}, {5, 1, 17}, {1, 9, 1}, {13, 300, 45}, {6, 256, 64}, {70, 257, 129}, {4, 512, 8}};
+  on_every_path_and_thread_count([&](const std::string& where) {
+    uint64_t seed = 1;
+    for (const Size& z : sizes) {
+      for (bool with_bias : {false, true}) {
+        const auto a = ints(z.rows * z.kdim, -128, 127, ++seed), b = ints(z.kdim * z.n, -128, 127, ++seed);
+        const auto bias = with_bias ? ints(z.n, INT32_MIN, INT32_MAX, ++seed) : std::vector<int32_t>{};
+        EXPECT_EQ(matmul(a, z.rows, z.kdim, b, z.n, bias), triple_loop(a, z.rows, z.kdim, b, z.n, bias))
+            << z.rows << "x" << z.kdim << "x" << z.n << (with_bias ? " bias " : " ") << where;
+      }
+    }
+    for (int32_t corner : {-128, 127}) {
+      const std::vector<int32_t> a(13 * 300, corner), b(300 * 45, -128), bias(45, -7);
+      EXPECT_EQ(matmul(a, 13, 300, b, 45, bias), std::vector<int32_t>(13 * 45, corner * -128 * 300 - 7)) << where;
+    }
+  });
+}
+
+// The sums wrap mod 2^32 like the hardware's int32 accumulator, by hand: 46341^2 = 2147488281 =
+// 2^32 - 2147479015, so it reads -2147479015; 65536^2 = 2^32 reads 0; INT32_MAX + 1 * 1 reads
+// INT32_MIN. Then operands over the whole int32 range against the triple loop.
+TEST(MoeFFNEmu, int_matmul_wraps_mod_2_pow_32) {
+  on_every_path_and_thread_count([&](const std::string& where) {
+    EXPECT_EQ(matmul({46341}, 1, 1, {46341}, 1, {}), std::vector<int32_t>{-2147479015}) << where;
+    EXPECT_EQ(matmul({65536, 3}, 1, 2, {65536, 5}, 1, {}), std::vector<int32_t>{15}) << where;
+    EXPECT_EQ(matmul({1}, 1, 1, {1}, 1, {INT32_MAX}), std::vector<int32_t>{INT32_MIN}) << where;
+    const auto a = ints(9 * 70, INT32_MIN, INT32_MAX, 7), b = ints(70 * 33, INT32_MIN, INT32_MAX, 8);
+    const auto bias = ints(33, INT32_MIN, INT32_MAX, 9);
+    EXPECT_EQ(matmul(a, 9, 70, b, 33, bias), triple_loop(a, 9, 70, b, 33, bias)) << where;
+  });
 }
 
 }  // namespace
