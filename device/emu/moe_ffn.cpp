@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include "core/dtype_convert.h"
 #include "core/parallel.h"
+#include "reference/math/shared_round.h"
 #include "reference/math/shared_simd.h"
 
 // The vector helpers are always inlined, so their vector arguments never cross a call.
@@ -70,7 +72,9 @@ Expected<Defect> parse_defect(const std::string& name) {
   return ::opgate::parse_defect(kDefects, Defect::kNone, name, "moe_ffn");
 }
 
-double r16(double v) { return round_to(DType::kF16, v); }
+// Exact roundings by scaling with the quantum (shared_round.h: the values of round_to, without
+// encoding to bits and back; they dominate the per-element work).
+double r16(double v) { return math::round_fast(DType::kF16, v); }
 
 // out[r][j] = fp32 sum of bias[j] and sum_k a[r][k] b[k][j]: a sequential fp32 sum inside each
 // 16-deep fractal, each fractal sum then added to the accumulator. Vectorised across output
@@ -454,9 +458,9 @@ struct Kernel {
     const Rounding fixpipe = defect == Defect::kFixpipeTruncates ? Rounding::kTowardZero : Rounding::kNearestEven;
     const Rounding cast = defect == Defect::kHiddenCastRoundEven ? Rounding::kNearestEven : Rounding::kHalfAway;
     switch (path) {
-      case Path::kF16HighPerformance: return act_half(act, round_to(DType::kF16, acc, fixpipe), erf);
-      case Path::kF16HighPrecision: return round_to(DType::kF16, act_f32(act, acc, erf), cast);
-      default: return round_to(DType::kBF16, act_f32(act, acc, erf), cast);
+      case Path::kF16HighPerformance: return act_half(act, math::round_fast(DType::kF16, acc, fixpipe), erf);
+      case Path::kF16HighPrecision: return math::round_fast(DType::kF16, act_f32(act, acc, erf), cast);
+      default: return math::round_fast(DType::kBF16, act_f32(act, acc, erf), cast);
     }
   }
 
@@ -467,7 +471,8 @@ struct Kernel {
     for (float& v : h) v = static_cast<float>(hidden(v));
     gemm_f32(h.data(), rows, n, w2.data() + we * n * k, k, bias2(we), out.data());
     // Fixpipe fp32 -> fp16 / bf16 with RNE (ASSUMPTION, spec §2.7).
-    for (int64_t i = 0; i < rows * k; ++i) y.set(row0 * k + i, static_cast<double>(out[static_cast<size_t>(i)]));
+    const std::vector<double> wide(out.begin(), out.end());
+    store_elements(y, row0 * k, wide.data(), rows * k);
   }
 
   // AscendQuant of one hidden value: t = f16(f16(a16 * f16(s)) + f16(o)), then sat8(rne(t)).
@@ -504,17 +509,18 @@ struct Kernel {
     }
     const bool drop_b2 = b2i.empty() || defect == Defect::kBias2Dropped;
     gemm_i32(acc.data(), rows, n, w2p[static_cast<size_t>(we)], drop_b2 ? nullptr : b2i.data() + we * k, acc2.data());
+    std::vector<double> out(static_cast<size_t>(rows * k));
     for (int64_t i = 0; i < rows * k; ++i) {
       const double deq = deq2[static_cast<size_t>(we * k + i % k)];
-      const auto acc_f = static_cast<float>(acc2[static_cast<size_t>(i)]);
-      y.set(row0 * k + i, dequant_out(acc_f, deq));
+      out[static_cast<size_t>(i)] = dequant_out(static_cast<float>(acc2[static_cast<size_t>(i)]), deq);
     }
+    store_elements(y, row0 * k, out.data(), rows * k);
   }
 
   // y = fixpipe f16(acc * deq) (one rounding), or AscendDequant bf16(fp32(acc * deq)) with RINT.
   double dequant_out(float acc, double deq) const {
     if (path == Path::kQuantF16) return r16(static_cast<double>(acc) * deq);
-    return round_to(DType::kBF16, static_cast<double>(acc * static_cast<float>(deq)));
+    return math::round_fast(DType::kBF16, static_cast<double>(acc * static_cast<float>(deq)));
   }
 
   // ProcessZeroN1: bias2 broadcast (cast, or vector dequant for int8), zeros without bias2.
@@ -524,10 +530,10 @@ struct Kernel {
       if (quant() && !b2i.empty() && defect != Defect::kBias2Dropped) {
         const float prod = static_cast<float>(b2i[static_cast<size_t>(we * k + j)]) *
                            static_cast<float>(deq2[static_cast<size_t>(we * k + j)]);
-        v = path == Path::kQuantF16 ? r16(prod) : round_to(DType::kBF16, prod);
+        v = path == Path::kQuantF16 ? r16(prod) : math::round_fast(DType::kBF16, prod);
       } else if (!quant() && bias2(we) != nullptr) {
         const double b = bias2(we)[j];
-        v = path == Path::kBF16 ? round_to(DType::kBF16, b, Rounding::kHalfAway) : b;
+        v = path == Path::kBF16 ? math::round_fast(DType::kBF16, b, Rounding::kHalfAway) : b;
       }
       for (int64_t r = row0; r < row0 + rows; ++r) y.set(r * k + j, v);
     }
