@@ -208,15 +208,6 @@ typedef uint32_t U8 __attribute__((vector_size(32)));
 typedef uint32_t U16 __attribute__((vector_size(64)));
 constexpr int64_t kKcI = 256;
 
-// b (kdim x n) packed for gemm_i32 on path `isa`: panel p holds columns [p nr, p nr + nr), kdim
-// rows of nr values each (columns past n are 0), so element (k, j) is at
-// data[(j / nr * kdim + k) * nr + j % nr].
-struct PackedInts {
-  math::Isa isa = math::Isa::kSse2;
-  int64_t kdim = 0, n = 0, nr = 0;
-  std::vector<uint32_t> data;
-};
-
 // SSE2 is x86-64's baseline, so the scalar setting runs the SSE2 code (one formulation on every
 // path, no dead plain loop for mutants to hide in).
 math::Isa int_path() {
@@ -230,9 +221,8 @@ int64_t panel_width(math::Isa isa) {
   return isa == math::Isa::kAvx512 ? 64 : isa == math::Isa::kAvx2 ? 16 : 8;
 }
 
-// Element (k, j) of b is b[k * ld_k + j * ld_j] (ld_k = 1, ld_j = kdim reads a transposed matrix).
 template <class T>
-PackedInts pack_ints(const T* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j) {
+PackedInts pack_ints_from(const T* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j) {
   PackedInts p;
   p.isa = int_path();
   p.kdim = kdim;
@@ -328,8 +318,15 @@ __attribute__((target("avx512f,avx2"))) void gemm_i32_avx512(const int32_t* a, i
   gemm_i32_blocked<U16, 6, 4>(a, rows, lda, b, bias, out);
 }
 
-// out[r * b.n + j] = bias[j] + sum_k a[r * lda + k] b(k, j) mod 2^32 (no bias: 0), on the path b
-// was packed for.
+}  // namespace
+
+PackedInts pack_ints(const int8_t* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j) {
+  return pack_ints_from(b, kdim, n, ld_k, ld_j);
+}
+PackedInts pack_ints(const int32_t* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j) {
+  return pack_ints_from(b, kdim, n, ld_k, ld_j);
+}
+
 void gemm_i32(const int32_t* a, int64_t rows, int64_t lda, const PackedInts& b, const int32_t* bias, int32_t* out) {
   switch (b.isa) {
     case math::Isa::kScalar:
@@ -338,6 +335,8 @@ void gemm_i32(const int32_t* a, int64_t rows, int64_t lda, const PackedInts& b, 
     case math::Isa::kAvx512: return gemm_i32_avx512(a, rows, lda, b, bias, out);
   }
 }
+
+namespace {
 
 // The AscendC activations evaluated in half: each vector op rounds to fp16 (RNE), with the
 // coefficients as half constants (FasterGelu's -1.702 is -1.7021484375).
@@ -566,15 +565,6 @@ std::vector<Block> row_blocks(const ffn::Params& p, Defect defect, int64_t block
 }
 
 }  // namespace
-
-void matmul_i32(const int32_t* a, int64_t rows, int64_t kdim, const int32_t* b, int64_t n, const int32_t* bias,
-                int32_t* out) {
-  const PackedInts packed = pack_ints(b, kdim, n, n, 1);
-  math::parallel_for((rows + kRowBlock - 1) / kRowBlock, [&](int64_t blk) {
-    const int64_t r0 = blk * kRowBlock;
-    gemm_i32(a + r0 * kdim, std::min(kRowBlock, rows - r0), kdim, packed, bias, out + r0 * n);
-  });
-}
 
 std::vector<DefectInfo> defects() {
   return defect_infos(kDefects);

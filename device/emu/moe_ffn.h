@@ -10,6 +10,7 @@
 #include "core/defect.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "reference/math/shared_simd.h"
 #include "reference/moe_ffn.h"
 
 namespace opgate::emu::moe_ffn {
@@ -19,12 +20,22 @@ namespace opgate::emu::moe_ffn {
 // `defect` is "" (faithful) or a name from defects(); an unknown name is an internal error.
 Status run(const ref::moe_ffn::Params& p, const TensorMap& in, TensorMap& out, const std::string& defect);
 
-// The int8 path's cube accumulation (exposed for its tests): out[r * n + j] = bias[j] +
-// sum_k a[r * kdim + k] * b[k * n + j] for r < rows, j < n (bias null: 0), in int32 sums that wrap
-// mod 2^32 like the hardware; on the current ISA path (math::isa()), rows split into the
-// emulator's row blocks over the project's threads.
-void matmul_i32(const int32_t* a, int64_t rows, int64_t kdim, const int32_t* b, int64_t n, const int32_t* bias,
-                int32_t* out);
+// The int8 path's cube accumulation (used by run, public for its tests): int32 sums that wrap mod
+// 2^32 like the hardware. The right-hand matrix, kdim x n with element (k, j) at
+// b[k * ld_k + j * ld_j], is packed once for the current ISA path (math::isa()) into column panels
+// of the path's register tile width nr: element (k, j) at data[(j / nr * kdim + k) * nr + j % nr],
+// columns past n zero.
+struct PackedInts {
+  math::Isa isa = math::Isa::kSse2;
+  int64_t kdim = 0, n = 0, nr = 0;
+  std::vector<uint32_t> data;
+};
+PackedInts pack_ints(const int8_t* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j);
+PackedInts pack_ints(const int32_t* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j);
+
+// out[r * b.n + j] = bias[j] + sum_k a[r * lda + k] * b(k, j) mod 2^32 for r < rows, j < b.n (bias
+// null: 0), on the path b was packed for.
+void gemm_i32(const int32_t* a, int64_t rows, int64_t lda, const PackedInts& b, const int32_t* bias, int32_t* out);
 
 // The injectable defects, each named "mffn.<what>" with a one-line description.
 std::vector<DefectInfo> defects();

@@ -3,7 +3,9 @@
 // and determinism. That the emulator stays within the budget is a property in moe_ffn_props_test.cpp.
 #include "device/emu/moe_ffn.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
@@ -207,8 +209,9 @@ TEST(MoeFFNEmu, bit_identical_across_isa_paths_and_threads) {
       if (t != DType::kI8 && y != t) continue;
       auto b = mc::Builder().dtype(t).tokens({70, 0, 13}).k1(300).n1(45).bias1().bias2();
       if (t == DType::kI8) b.y_dtype(y).per_channel();
-      const auto [p, k] = b.build();
-      const TensorMap in = mc::fill(p, k, ref::moe_ffn::specs(p), FillMode::kRealistic, 5).value();
+      const auto built = b.build();  // not a structured binding: the lambda below captures p
+      const Params& p = built.first;
+      const TensorMap in = mc::fill(p, built.second, ref::moe_ffn::specs(p), FillMode::kRealistic, 5).value();
       const math::Isa isa_before = math::isa();
       math::set_threads(1);
       math::set_isa(math::Isa::kSse2);
@@ -241,10 +244,18 @@ std::vector<int32_t> triple_loop(const std::vector<int32_t>& a, int64_t rows, in
   return out;
 }
 
+// b packed once on the current path, then gemm_i32 on blocks of 16 rows (full and partial register tiles) spread over the threads
+// like the emulator's row blocks (each block writes only its rows).
 std::vector<int32_t> matmul(const std::vector<int32_t>& a, int64_t rows, int64_t kdim, const std::vector<int32_t>& b,
                             int64_t n, const std::vector<int32_t>& bias) {
+  const PackedInts packed = pack_ints(b.data(), kdim, n, n, 1);
   std::vector<int32_t> out(static_cast<size_t>(rows * n), 0x5a5a5a5a);
-  matmul_i32(a.data(), rows, kdim, b.data(), n, bias.empty() ? nullptr : bias.data(), out.data());
+  constexpr int64_t kRows = 16;
+  math::parallel_for((rows + kRows - 1) / kRows, [&](int64_t blk) {
+    const int64_t r0 = blk * kRows;
+    gemm_i32(a.data() + r0 * kdim, std::min(kRows, rows - r0), kdim, packed, bias.empty() ? nullptr : bias.data(),
+             out.data() + r0 * n);
+  });
   return out;
 }
 
@@ -263,7 +274,7 @@ std::vector<int32_t> ints(int64_t count, int64_t lo, int64_t hi, uint64_t seed) 
 
 // int8 operands (the int8 path's x, weights and re-quantised hidden values), int32 biases, on
 // sizes around every tile edge: k = 1, n = 1, rows and n off the 4/6-row and 8/16/64-column
-// tiles, k across the 256-deep blocks, rows across the 64-row blocks; with and without bias. The
+// tiles, k across the 256-deep blocks, rows over several row blocks; with and without bias. The
 // all -128 and all 127 corners reach |sum| = 128 * 128 * 300 + |bias|.
 TEST(MoeFFNEmu, int_matmul_matches_a_plain_triple_loop) {
   struct Size {
