@@ -221,25 +221,6 @@ int64_t panel_width(math::Isa isa) {
   return isa == math::Isa::kAvx512 ? 64 : isa == math::Isa::kAvx2 ? 16 : 8;
 }
 
-template <class T>
-PackedInts pack_ints_from(const T* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j) {
-  PackedInts p;
-  p.isa = int_path();
-  p.kdim = kdim;
-  p.n = n;
-  p.nr = panel_width(p.isa);
-  const int64_t panels = (n + p.nr - 1) / p.nr;
-  p.data.assign(static_cast<size_t>(panels * kdim * p.nr), 0u);
-  math::parallel_for(panels, [&](int64_t panel) {
-    const int64_t j0 = panel * p.nr, cols = std::min(p.nr, n - j0);
-    uint32_t* dst = p.data.data() + panel * kdim * p.nr;
-    for (int64_t k = 0; k < kdim; ++k) {
-      for (int64_t j = 0; j < cols; ++j) dst[k * p.nr + j] = static_cast<uint32_t>(b[k * ld_k + (j0 + j) * ld_j]);
-    }
-  });
-  return p;
-}
-
 template <typename V>
 OPGATE_INLINE V load_u(const uint32_t* p) {
   V v;
@@ -320,12 +301,27 @@ __attribute__((target("avx512f,avx2"))) void gemm_i32_avx512(const int32_t* a, i
 
 }  // namespace
 
-PackedInts pack_ints(const int8_t* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j) {
-  return pack_ints_from(b, kdim, n, ld_k, ld_j);
+template <class T>
+PackedInts pack_ints(const T* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j) {
+  PackedInts p;
+  p.isa = int_path();
+  p.kdim = kdim;
+  p.n = n;
+  p.nr = panel_width(p.isa);
+  const int64_t panels = (n + p.nr - 1) / p.nr;
+  p.data.assign(static_cast<size_t>(panels * kdim * p.nr), 0u);
+  math::parallel_for(panels, [&](int64_t panel) {
+    const int64_t j0 = panel * p.nr, cols = std::min(p.nr, n - j0);
+    uint32_t* dst = p.data.data() + panel * kdim * p.nr;
+    for (int64_t k = 0; k < kdim; ++k) {
+      for (int64_t j = 0; j < cols; ++j) dst[k * p.nr + j] = static_cast<uint32_t>(b[k * ld_k + (j0 + j) * ld_j]);
+    }
+  });
+  return p;
 }
-PackedInts pack_ints(const int32_t* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j) {
-  return pack_ints_from(b, kdim, n, ld_k, ld_j);
-}
+
+template PackedInts pack_ints(const int8_t*, int64_t, int64_t, int64_t, int64_t);
+template PackedInts pack_ints(const int32_t*, int64_t, int64_t, int64_t, int64_t);
 
 void gemm_i32(const int32_t* a, int64_t rows, int64_t lda, const PackedInts& b, const int32_t* bias, int32_t* out) {
   switch (b.isa) {
@@ -388,13 +384,6 @@ std::vector<T> values_as(const Tensor& t) {
   std::vector<T> v(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = static_cast<T>(t.get(i));
   return v;
-}
-
-// values_as<int32_t>, reading int8 and int32 tensors (the int8 path's dtypes) without conversion.
-std::vector<int32_t> ints_of(const Tensor& t) {
-  if (t.dtype() == DType::kI8) return {t.ptr<int8_t>(), t.ptr<int8_t>() + t.numel()};
-  if (t.dtype() == DType::kI32) return {t.ptr<int32_t>(), t.ptr<int32_t>() + t.numel()};
-  return values_as<int32_t>(t);
 }
 
 // The (E, kdim, n) weights of every expert packed for gemm_i32; `transposed`: the w1_transposed
@@ -583,12 +572,12 @@ Status run(const ffn::Params& p, const TensorMap& in, TensorMap& out, const std:
   Kernel kr(p, defect, *find(out, "y"));
   if (p.m == 0 || p.k1 == 0) return Status::ok();  // tiling launches nothing (bs, k1 or n2 is 0)
   if (kr.quant()) {
-    kr.xi = ints_of(in.at("x"));
+    kr.xi = values_as<int32_t>(in.at("x"));
     const int64_t experts = ffn::num_experts(p);
     kr.w1p = pack_experts(in.at("weight1"), experts, p.k1, p.n1, defect == Defect::kW1Transposed);
     kr.w2p = pack_experts(in.at("weight2"), experts, p.n1, p.k1, false);
-    if (p.has_bias1) kr.b1i = ints_of(in.at("bias1"));
-    if (p.has_bias2) kr.b2i = ints_of(in.at("bias2"));
+    if (p.has_bias1) kr.b1i = values_as<int32_t>(in.at("bias1"));
+    if (p.has_bias2) kr.b2i = values_as<int32_t>(in.at("bias2"));
     kr.scale = values_as<float>(in.at("scale"));
     kr.offset = values_as<float>(in.at("offset"));
     const bool fixpipe = kr.path == Path::kQuantF16 && p.n1 > 0 && defect != Defect::kDeqScaleNotTruncated;

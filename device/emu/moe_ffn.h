@@ -30,8 +30,9 @@ struct PackedInts {
   int64_t kdim = 0, n = 0, nr = 0;
   std::vector<uint32_t> data;
 };
-PackedInts pack_ints(const int8_t* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j);
-PackedInts pack_ints(const int32_t* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j);
+// Instantiated for T = int8_t (the weights) and int32_t.
+template <class T>
+PackedInts pack_ints(const T* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j);
 
 // out[r * b.n + j] = bias[j] + sum_k a[r * lda + k] * b(k, j) mod 2^32 for r < rows, j < b.n (bias
 // null: 0), on the path b was packed for.
