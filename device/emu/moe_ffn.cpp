@@ -310,13 +310,13 @@ PackedInts pack_ints(const T* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t 
   p.nr = panel_width(p.isa);
   const int64_t panels = (n + p.nr - 1) / p.nr;
   p.data.assign(static_cast<size_t>(panels * kdim * p.nr), 0u);
-  math::parallel_for(panels, [&](int64_t panel) {
+  for (int64_t panel = 0; panel < panels; ++panel) {
     const int64_t j0 = panel * p.nr, cols = std::min(p.nr, n - j0);
     uint32_t* dst = p.data.data() + panel * kdim * p.nr;
     for (int64_t k = 0; k < kdim; ++k) {
       for (int64_t j = 0; j < cols; ++j) dst[k * p.nr + j] = static_cast<uint32_t>(b[k * ld_k + (j0 + j) * ld_j]);
     }
-  });
+  }
   return p;
 }
 
@@ -386,17 +386,14 @@ std::vector<T> values_as(const Tensor& t) {
   return v;
 }
 
-// The (E, kdim, n) weights of every expert packed for gemm_i32; `transposed`: the w1_transposed
-// defect's view, element (e, k, j) read from the memory of a (E, n, kdim) tensor.
+// The int8 (E, kdim, n) weights of every expert packed for gemm_i32; `transposed`: the
+// w1_transposed defect's view, element (e, k, j) read from the memory of a (E, n, kdim) tensor.
 std::vector<PackedInts> pack_experts(const Tensor& w, int64_t experts, int64_t kdim, int64_t n, bool transposed) {
   const int64_t ld_k = transposed ? 1 : n, ld_j = transposed ? kdim : 1;
-  std::vector<int32_t> converted;
-  if (w.dtype() != DType::kI8) converted = values_as<int32_t>(w);
-  std::vector<PackedInts> out;
-  for (int64_t e = 0; e < experts; ++e) {
-    out.push_back(w.dtype() == DType::kI8 ? pack_ints(w.ptr<int8_t>() + e * kdim * n, kdim, n, ld_k, ld_j)
-                                          : pack_ints(converted.data() + e * kdim * n, kdim, n, ld_k, ld_j));
-  }
+  std::vector<PackedInts> out(static_cast<size_t>(experts));
+  math::parallel_for(experts, [&](int64_t e) {
+    out[static_cast<size_t>(e)] = pack_ints(w.ptr<int8_t>() + e * kdim * n, kdim, n, ld_k, ld_j);
+  });
   return out;
 }
 
@@ -564,9 +561,9 @@ Status run(const ffn::Params& p, const TensorMap& in, TensorMap& out, const std:
   const SpecMap s = ffn::specs(p);
   for (const auto& [name, spec] : s) {
     const Tensor* t = name == "y" ? find(out, "y") : find(in, name.c_str());
-    if (spec.present && (t == nullptr || t->numel() != shape_numel(spec.shape))) {
-      return internal_error(fmt::format("emu moe_ffn: tensor {} is missing or not of {} elements", name,
-                                        shape_numel(spec.shape)));
+    if (spec.present && (t == nullptr || t->numel() != shape_numel(spec.shape) || t->dtype() != spec.dtype)) {
+      return internal_error(fmt::format("emu moe_ffn: tensor {} is missing or not {} of {} elements", name,
+                                        dtype_name(spec.dtype), shape_numel(spec.shape)));
     }
   }
   Kernel kr(p, defect, *find(out, "y"));

@@ -171,6 +171,18 @@ TEST(MoeFFNEmu, unknown_defect_is_an_internal_error) {
             StatusCode::kInternal);
 }
 
+// The int8 path reads the weights as int8 bytes: a tensor of another dtype is an internal error
+// naming it, not a misread.
+TEST(MoeFFNEmu, input_of_another_dtype_is_an_internal_error) {
+  const Params p = params(DType::kI8, {1}, 1, 1, "relu");
+  TensorMap in = make_inputs(p, {{3}, {1}, {}, {1}, {}, {1}, {0}, {1.0f}, {0.1f}});
+  in["weight1"] = in.at("weight1").converted(DType::kF16);
+  TensorMap out{{"y", Tensor::zeros(DType::kF16, {1, 1})}};
+  const Status st = run(p, in, out, "");
+  EXPECT_EQ(st.code(), StatusCode::kInternal);
+  EXPECT_NE(st.to_string().find("weight1"), std::string::npos) << st.to_string();
+}
+
 // Row blocks run on several threads; the result must not depend on their scheduling.
 TEST(MoeFFNEmu, deterministic_over_runs) {
   const auto [p, k] = mc::Builder().tokens({70, 0, 130, 5}).k1(40).n1(72).bias1().bias2().build();
