@@ -3,17 +3,53 @@
 // reduction for gradScales), plus the defect catalogue used by the fault backend.
 #include "device/emu/moe_finalize_routing_v2_grad.h"
 
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "core/parallel.h"
-#include "reference/math/shared_simd.h"
+#include "reference/math/shared_half.h"
 
 namespace opgate::emu::moe_finalize_routing_v2_grad {
+
+namespace detail {
+
+uint16_t f16_bits(float v) {
+  uint32_t u = 0;
+  std::memcpy(&u, &v, sizeof u);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t a = u & 0x7FFFFFFFu;
+  if (a >= 0x7F800000u) {  // Inf, or NaN: quiet, sign and top 10 payload bits kept
+    return static_cast<uint16_t>(a == 0x7F800000u ? sign | 0x7C00u : sign | 0x7E00u | ((a >> 13) & 0x3FFu));
+  }
+  if (a >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // >= 65520 rounds to Inf
+  if (a >= 0x38800000u) {  // normal in fp16 (>= 2^-14): rebias, drop 13 bits, RNE (a carry may
+                           // reach the exponent, which is the right result)
+    uint32_t h = (a - 0x38000000u) >> 13;
+    const uint32_t rem = a & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0)) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  // Subnormal in fp16: the count of 2^-24 quanta, RNE; 0x400 (rounded up to 2^-14) is the right bits.
+  const uint32_t e = a >> 23;
+  if (e < 102) return static_cast<uint16_t>(sign);  // < 2^-25: below half a quantum
+  const uint32_t m = (a & 0x7FFFFFu) | 0x800000u;
+  const uint32_t shift = 126 - e;  // 14 .. 24
+  uint32_t q = m >> shift;
+  const uint32_t rem = m & ((1u << shift) - 1u);
+  const uint32_t half = 1u << (shift - 1);
+  if (rem > half || (rem == half && (q & 1u) != 0)) ++q;
+  return static_cast<uint16_t>(sign | q);
+}
+
+}  // namespace detail
+
 namespace {
 
 namespace grad_ref = ref::moe_finalize_routing_v2_grad;
@@ -61,6 +97,10 @@ constexpr DefectEntry kDefects[] = {
 constexpr int64_t kHiddenPrePart = 4096;
 // fp32 elements per 32-byte block, the unit of BlockReduceSum.
 constexpr int64_t kBlock = 8;
+// Columns the emulator converts and reduces at a time (not a kernel parameter: any multiple of
+// kBlock dividing kHiddenPrePart gives the same sums).
+constexpr int64_t kTile = 512;
+static_assert(kHiddenPrePart % kTile == 0 && kTile % kBlock == 0, "tiles align with chunks and blocks");
 
 Expected<Defect> parse_defect(const std::string& name) {
   return ::opgate::parse_defect(kDefects, Defect::kNone, name, "moe_finalize_routing_v2_grad");
@@ -79,16 +119,27 @@ float block_reduce_sum(const float* v, int64_t n) {
   return s0123 + s4567;
 }
 
-// One chunk: block sums, then a sequential fp32 sum of the block sums (ReduceSum).
-float reduce_chunk(const float* v, int64_t n) {
-  float acc = 0.0f;
-  for (int64_t o = 0; o < n; o += kBlock) acc += block_reduce_sum(v + o, std::min(kBlock, n - o));
+// Adds the block sums of v[0, n) to acc in order: the sequential fp32 sum of a chunk (ReduceSum)
+// continued over a piece of it. Full blocks take the same tree in SSE2 (x86-64's baseline): each
+// add has the same operands in the same order.
+float add_block_sums(float acc, const float* v, int64_t n) {
+  int64_t o = 0;
+  for (; o + kBlock <= n; o += kBlock) {
+    const __m128 lo = _mm_loadu_ps(v + o);
+    const __m128 hi = _mm_loadu_ps(v + o + 4);
+    // (l0 + l1, l2 + l3, l4 + l5, l6 + l7), then (s01 + s23, s45 + s67), then their sum.
+    const __m128 pairs = _mm_add_ps(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)),
+                                    _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m128 quads = _mm_add_ps(_mm_shuffle_ps(pairs, pairs, _MM_SHUFFLE(2, 0, 2, 0)),
+                                    _mm_shuffle_ps(pairs, pairs, _MM_SHUFFLE(3, 1, 3, 1)));
+    acc += _mm_cvtss_f32(_mm_add_ss(quads, _mm_shuffle_ps(quads, quads, _MM_SHUFFLE(1, 1, 1, 1))));
+  }
+  if (o < n) acc += block_reduce_sum(v + o, n - o);
   return acc;
 }
 
 // The fp32 value the kernel casts (RINT) into gradScalesOut; the defects change the order or dtype.
-double reduce_products(const std::vector<float>& prod, DType out_dtype, Defect defect) {
-  auto n = static_cast<int64_t>(prod.size());
+double reduce_products(const float* prod, int64_t n, DType out_dtype, Defect defect) {
   if (defect == Defect::kLastBlockDropped) n -= n % kBlock;
   if (defect == Defect::kGradScalesHalfAccumulation) {
     double acc = 0.0;
@@ -99,46 +150,47 @@ double reduce_products(const std::vector<float>& prod, DType out_dtype, Defect d
   }
   float total = 0.0f;
   for (int64_t c = 0; c < n; c += kHiddenPrePart) {
-    total += reduce_chunk(prod.data() + c, std::min(kHiddenPrePart, n - c));
+    total += add_block_sums(0.0f, prod + c, std::min(kHiddenPrePart, n - c));
   }
   return static_cast<double>(total);
 }
 
 // The defect's flush: every ordered compare with NaN is false, so the select yields 0 for NaN.
-double nan_unsafe_select(double v) { return v >= -INFINITY ? v : 0.0; }
+float nan_unsafe_select(float v) { return v >= -INFINITY ? v : 0.0f; }
 
 // Elements [start, start + n) of a float16, bfloat16 or float32 tensor (the operator's only float
-// dtypes, §3.1) as fp32; the kernel's Cast to fp32 is exact. Half types go through the project's
-// one bit-pattern table, not a per-element dtype dispatch: the emulator is what fuzzing runs, so it
-// keeps near the reference's speed.
+// dtypes, §3.1) as fp32; the kernel's Cast to fp32 is exact (halves by the shared vector converter).
 void load_floats(const Tensor& t, int64_t start, int64_t n, float* dst) {
   if (t.dtype() == DType::kF16 || t.dtype() == DType::kBF16) {
-    const double* table = math::exact_half_values(t.dtype() == DType::kBF16);
-    const uint16_t* src = t.ptr<uint16_t>() + start;
-    for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<float>(table[src[j]]);
+    math::halves_to_float(t.ptr<uint16_t>() + start, n, t.dtype() == DType::kBF16, dst);
   } else {
     std::copy(t.ptr<float>() + start, t.ptr<float>() + start + n, dst);
   }
 }
 
+// bf16 bits of v with one RNE rounding (the carry on the fp32 bits); NaN keeps its sign and top
+// payload bits and becomes quiet, as core/dtype.h's encoder does. Branch-free, so it vectorises.
+uint16_t bf16_bits(float v) {
+  uint32_t u = 0;
+  std::memcpy(&u, &v, sizeof u);
+  const auto rounded = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  const auto quiet_nan = static_cast<uint16_t>((u >> 16) | 0x40u);
+  return (u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded;
+}
+
 // Stores fp32 values into t[start, start + n) with one RNE rounding to t's dtype (the kernel's
-// CAST_RINT); bf16 by the round-half-even carry on the fp32 bits, NaN through the shared encoder.
+// CAST_RINT).
 void store_floats(Tensor& t, int64_t start, int64_t n, const float* v) {
   if (t.dtype() == DType::kF32) {
     std::copy(v, v + n, t.ptr<float>() + start);
     return;
   }
+  uint16_t* dst = t.ptr<uint16_t>() + start;
   if (t.dtype() == DType::kBF16) {
-    uint16_t* dst = t.ptr<uint16_t>() + start;
-    for (int64_t j = 0; j < n; ++j) {
-      uint32_t u = 0;
-      std::memcpy(&u, &v[j], sizeof u);
-      dst[j] = std::isnan(v[j]) ? bf16_from_double(static_cast<double>(v[j]))
-                                : static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-    }
+    for (int64_t j = 0; j < n; ++j) dst[j] = bf16_bits(v[j]);
     return;
   }
-  for (int64_t j = 0; j < n; ++j) t.set(start + j, static_cast<double>(v[j]));
+  for (int64_t j = 0; j < n; ++j) dst[j] = detail::f16_bits(v[j]);
 }
 
 Status require(const TensorMap& m, const char* name, int64_t numel, const Tensor** t) {
@@ -200,69 +252,106 @@ Status run(const grad_ref::Params& p, const TensorMap& in, TensorMap& out,
 
   const bool active = p.drop_pad_mode == 0 && p.active_num > 0 && p.active_num < slots;
   const int64_t row_limit = active && defect == Defect::kActiveNumOffByOne ? d0 - 1 : d0;
-  if (p.drop_pad_mode == 1 && defect != Defect::kZeroFillSkippedInDropPad) {
-    std::fill(gx.data(), gx.data() + gx.nbytes(), uint8_t{0});  // +0 is all-zero bits in every float dtype
-  }
-  const auto row_of = [&](int64_t i) {
-    const int64_t r = i / k_n;
-    const int64_t slot = defect == Defect::kKMajorIndex ? (i % k_n) * r_n + r : i;
-    return static_cast<int64_t>(idx->get(slot));
-  };
   const auto is_valid = [&](int64_t row) { return row >= 0 && row < row_limit; };
-
-  // gradExpandedX, serially in slot order (a later slot addressing the same row wins).
-  std::vector<float> grad(static_cast<size_t>(h)), product(static_cast<size_t>(h));
+  // The row each slot addresses, and each row's last writer: the kernel writes slots in order, every
+  // write covers the whole row, so a later slot addressing the same row wins. Writing each row once
+  // from its last writer gives the same bytes in any order, so tokens run in parallel.
+  std::vector<int64_t> row_of(static_cast<size_t>(slots));
+  std::vector<int64_t> writer(static_cast<size_t>(std::max<int64_t>(d0, 0)), -1);
   for (int64_t i = 0; i < slots; ++i) {
     const int64_t r = i / k_n;
-    const int64_t row = row_of(i);
-    if (!is_valid(row)) continue;
+    const int64_t slot = defect == Defect::kKMajorIndex ? (i % k_n) * r_n + r : i;
+    const auto row = static_cast<int64_t>(idx->get(slot));
+    row_of[static_cast<size_t>(i)] = row;
+    if (is_valid(row)) writer[static_cast<size_t>(row)] = i;
+  }
+
+  // dropPadMode 1 zero-initialises gradExpandedX; only rows no slot writes keep those zeros.
+  if (p.drop_pad_mode == 1 && defect != Defect::kZeroFillSkippedInDropPad) {
+    constexpr int64_t kRowsPerBlock = 64;
+    const size_t row_bytes = static_cast<size_t>(h) * dtype_size(gx.dtype());
+    math::parallel_for((d0 + kRowsPerBlock - 1) / kRowsPerBlock, [&](int64_t blk) {
+      for (int64_t row = blk * kRowsPerBlock; row < std::min(d0, (blk + 1) * kRowsPerBlock); ++row) {
+        // +0 is all-zero bits in every float dtype
+        if (writer[static_cast<size_t>(row)] < 0) std::memset(gx.data() + static_cast<size_t>(row) * row_bytes, 0, row_bytes);
+      }
+    });
+  }
+
+  // Token r owns slots r*K .. r*K+K-1: their gradExpandedX rows (those they write last) and their
+  // gradScales, each an independent output.
+  // Defects that reorder or shorten the whole reduction take the products of the full row.
+  const bool reduces_full_row = defect == Defect::kLastBlockDropped || defect == Defect::kGradScalesHalfAccumulation;
+  const Rounding gs_rounding = defect == Defect::kGradScalesCastHalfAway ? Rounding::kHalfAway : Rounding::kNearestEven;
+  math::parallel_for(r_n, [&](int64_t r) {
     if (!p.has_scales) {  // a copy of the row's bits: gradExpandedX and gradY share the dtype T (§3.1)
+      const int64_t row = row_of[static_cast<size_t>(r)];
+      if (!is_valid(row) || writer[static_cast<size_t>(row)] != r) return;
       const size_t row_bytes = static_cast<size_t>(h) * dtype_size(gx.dtype());
       std::memcpy(gx.data() + static_cast<size_t>(row) * row_bytes, gy->data() + static_cast<size_t>(r) * row_bytes,
                   row_bytes);
-      continue;
+      return;
     }
-    const auto scale = static_cast<float>(sc->get(i));
-    load_floats(*gy, r * h, h, grad.data());
-    for (int64_t j = 0; j < h; ++j) {
-      const float g = grad[static_cast<size_t>(j)];
-      const float prod = defect == Defect::kScaleNotApplied ? g : g * scale;
-      product[static_cast<size_t>(j)] =
-          defect == Defect::kNanFlushedToZero ? static_cast<float>(nan_unsafe_select(prod)) : prod;
-    }
-    store_floats(gx, row * h, h, product.data());
-  }
-  if (!p.has_scales) return Status::ok();
-
-  // gradScales: each slot's fp32 products and block reduction; slots are independent outputs.
-  math::parallel_for(r_n, [&](int64_t r) {
-    std::vector<float> gyr(static_cast<size_t>(h)), xv(static_cast<size_t>(h)), bv(static_cast<size_t>(h)),
-        prod(static_cast<size_t>(h));
+    // Column tiles of kTile elements keep the converted rows in L1; kTile divides kHiddenPrePart,
+    // so a tile never straddles two chunks of the reduction.
+    std::vector<float> gyr(static_cast<size_t>(h)), xt(kTile), bt(kTile), pt(kTile);
+    std::vector<float> full_row(reduces_full_row ? static_cast<size_t>(h) : 0);
     load_floats(*gy, r * h, h, gyr.data());
+    float* pr = pt.data();
     for (int64_t i = r * k_n; i < (r + 1) * k_n; ++i) {
-      const int64_t row = row_of(i);
+      const int64_t row = row_of[static_cast<size_t>(i)];
       const bool valid = is_valid(row);
+      if (valid && writer[static_cast<size_t>(row)] == i) {
+        const auto scale = static_cast<float>(sc->get(i));
+        for (int64_t j0 = 0; j0 < h; j0 += kTile) {
+          const int64_t n = std::min(kTile, h - j0);
+          const float* g = gyr.data() + j0;
+          if (defect == Defect::kScaleNotApplied) {
+            std::copy(g, g + n, pr);
+          } else {
+            for (int64_t j = 0; j < n; ++j) pr[j] = g[j] * scale;
+          }
+          if (defect == Defect::kNanFlushedToZero) {
+            for (int64_t j = 0; j < n; ++j) pr[j] = nan_unsafe_select(pr[j]);
+          }
+          store_floats(gx, row * h + j0, n, pr);
+        }
+      }
+      // gradScales[i]: fp32 products (x + bias) * gradY and the block reduction.
       if (!valid && (!use_bias || defect == Defect::kBiasIgnoredForDropped)) {
         gs.set(i, 0.0);
         continue;
       }
       const int64_t expert = use_bias ? static_cast<int64_t>(ei->get(i)) : -1;
-      if (valid) load_floats(*x, row * h, h, xv.data());
-      if (expert >= 0) load_floats(*b, expert * h, h, bv.data());
-      for (int64_t j = 0; j < h; ++j) {
-        const auto jj = static_cast<size_t>(j);
-        float v = 0.0f;
+      const float* xr = xt.data();
+      const float* br = bt.data();
+      float total = 0.0f;
+      float chunk = 0.0f;
+      for (int64_t j0 = 0; j0 < h; j0 += kTile) {
+        const int64_t n = std::min(kTile, h - j0);
+        const float* g = gyr.data() + j0;
+        if (valid) load_floats(*x, row * h + j0, n, xt.data());
+        if (expert >= 0) load_floats(*b, expert * h + j0, n, bt.data());
         if (valid && expert >= 0) {
-          v = xv[jj] + bv[jj];
+          for (int64_t j = 0; j < n; ++j) pr[j] = (xr[j] + br[j]) * g[j];
         } else if (valid) {
-          v = xv[jj];
+          for (int64_t j = 0; j < n; ++j) pr[j] = xr[j] * g[j];
         } else {
-          v = bv[jj];
+          for (int64_t j = 0; j < n; ++j) pr[j] = br[j] * g[j];
         }
-        prod[jj] = v * gyr[jj];
+        if (reduces_full_row) {
+          std::copy(pr, pr + n, full_row.data() + j0);
+          continue;
+        }
+        chunk = add_block_sums(chunk, pr, n);
+        if ((j0 + n) % kHiddenPrePart == 0 || j0 + n == h) {
+          total += chunk;
+          chunk = 0.0f;
+        }
       }
-      gs.set(i, reduce_products(prod, gs.dtype(), defect),
-             defect == Defect::kGradScalesCastHalfAway ? Rounding::kHalfAway : Rounding::kNearestEven);
+      const double sum = reduces_full_row ? reduce_products(full_row.data(), h, gs.dtype(), defect)
+                                          : static_cast<double>(total);
+      gs.set(i, sum, gs_rounding);
     }
   });
   return Status::ok();

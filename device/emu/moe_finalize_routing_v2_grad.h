@@ -22,4 +22,10 @@ Status run(const ref::moe_finalize_routing_v2_grad::Params& p, const TensorMap& 
 // The injectable defects, each named "mfrg.<what>" with a one-line description.
 std::vector<DefectInfo> defects();
 
+namespace detail {
+// The fp16 bits of v with one RNE rounding (CAST_RINT), equal to core/dtype.h's
+// f16_from_double(v) for every float (NaN: sign and top payload bits, quiet); declared for its test.
+uint16_t f16_bits(float v);
+}  // namespace detail
+
 }  // namespace opgate::emu::moe_finalize_routing_v2_grad

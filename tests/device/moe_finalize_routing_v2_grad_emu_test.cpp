@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/parallel.h"
+#include "core/rng.h"
 #include "tests/device/moe_finalize_routing_v2_grad_testing.h"
 
 namespace opgate::emu::moe_finalize_routing_v2_grad {
@@ -217,6 +219,221 @@ TEST(MoeFinalizeRoutingV2GradEmu, grad_scales_cast_is_rne_at_a_tie) {
   const Case c = long_sum_case(DType::kBF16, 257, 1.0);
   EXPECT_EQ(run_emu(c, "").at(kGradScales).get(0), 256.0);
   EXPECT_EQ(run_emu(c, "mfrg.grad_scales_cast_half_away").at(kGradScales).get(0), 258.0);
+}
+
+// The pre-change formulation of the kernel model, kept as the independent check of the fast paths
+// (vector conversions, the SSE2 block tree, column tiles, parallel tokens, last-writer rows): one
+// thread, slots in order, every element through Tensor::get/set (core/dtype.h's exact decoder and
+// encoder), the reduction as the plain scalar tree of routing-ops.md §3.3.
+void serial_model(const Params& p, const TensorMap& in, TensorMap& out, const std::string& defect) {
+  const int64_t r_n = p.num_rows;
+  const int64_t k_n = p.has_scales ? p.top_k : 1;
+  const int64_t h = p.hidden;
+  const int64_t slots = r_n * k_n;
+  const int64_t d0 = grad_ref::expanded_rows(p);
+  const bool use_bias = p.has_scales && p.has_bias;
+  const Tensor& gy = in.at("gradY");
+  const Tensor& idx = in.at("expandedRowIdx");
+  Tensor gx = out.at(kGradX);
+  Tensor gs = out.at(kGradScales);
+  const bool active = p.drop_pad_mode == 0 && p.active_num > 0 && p.active_num < slots;
+  const int64_t row_limit = active && defect == "mfrg.active_num_off_by_one" ? d0 - 1 : d0;
+  if (p.drop_pad_mode == 1 && defect != "mfrg.zero_fill_skipped_in_drop_pad") {
+    for (int64_t j = 0; j < gx.numel(); ++j) gx.set(j, 0.0);
+  }
+  const auto row_of = [&](int64_t i) {
+    const int64_t r = i / k_n;
+    const int64_t slot = defect == "mfrg.k_major_index" ? (i % k_n) * r_n + r : i;
+    return static_cast<int64_t>(idx.get(slot));
+  };
+  const auto valid = [&](int64_t row) { return row >= 0 && row < row_limit; };
+  const auto f = [](const Tensor& t, int64_t j) { return static_cast<float>(t.get(j)); };
+  for (int64_t i = 0; i < slots; ++i) {
+    const int64_t r = i / k_n;
+    const int64_t row = row_of(i);
+    if (!valid(row)) continue;
+    for (int64_t j = 0; j < h; ++j) {
+      if (!p.has_scales) {
+        gx.set(row * h + j, gy.get(r * h + j));
+        continue;
+      }
+      float v = f(gy, r * h + j);
+      if (defect != "mfrg.scale_not_applied") v = v * f(in.at("scalesOptional"), i);
+      if (defect == "mfrg.nan_flushed_to_zero" && !(v >= -INFINITY)) v = 0.0f;
+      gx.set(row * h + j, static_cast<double>(v));
+    }
+  }
+  if (!p.has_scales) return;
+  for (int64_t i = 0; i < slots; ++i) {
+    const int64_t r = i / k_n;
+    const int64_t row = row_of(i);
+    const bool ok = valid(row);
+    if (!ok && (!use_bias || defect == "mfrg.bias_ignored_for_dropped")) {
+      gs.set(i, 0.0);
+      continue;
+    }
+    const int64_t e = use_bias ? static_cast<int64_t>(in.at("expertIdxOptional").get(i)) : -1;
+    std::vector<float> prod(static_cast<size_t>(h));
+    for (int64_t j = 0; j < h; ++j) {
+      const float x = ok ? f(in.at("expandedXOptional"), row * h + j) : 0.0f;
+      const float b = e >= 0 ? f(in.at("biasOptional"), e * h + j) : 0.0f;
+      prod[static_cast<size_t>(j)] = (ok && e >= 0 ? x + b : ok ? x : b) * f(gy, r * h + j);
+    }
+    int64_t n = h;
+    if (defect == "mfrg.last_block_dropped") n -= n % 8;
+    double sum = 0.0;
+    if (defect == "mfrg.grad_scales_half_accumulation") {
+      for (int64_t j = 0; j < n; ++j) {
+        sum = round_to(gs.dtype(), sum + round_to(gs.dtype(), static_cast<double>(prod[static_cast<size_t>(j)])));
+      }
+    } else {
+      float total = 0.0f;
+      for (int64_t c = 0; c < n; c += 4096) {
+        float chunk = 0.0f;
+        for (int64_t o = c; o < std::min(n, c + 4096); o += 8) {
+          float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          for (int64_t q = 0; q < 8 && o + q < std::min(n, c + 4096); ++q) l[q] = prod[static_cast<size_t>(o + q)];
+          chunk += ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+        }
+        total += chunk;
+      }
+      sum = total;
+    }
+    gs.set(i, sum, defect == "mfrg.grad_scales_cast_half_away" ? Rounding::kHalfAway : Rounding::kNearestEven);
+  }
+}
+
+// A random call with the edge cases of the fast paths: H crossing a 4096 chunk with a partial last
+// block, dropped slots (-1, rows past activeNum), one row addressed twice (the later slot wins),
+// unaddressed rows, and gradY / expandedX / bias holding Inf, NaN, signed zeros and values that
+// round to halfway cases.
+Case random_case(DType t, int64_t mode, bool bias, int64_t hidden, uint64_t seed) {
+  const CounterRng rng(seed, 0);
+  uint64_t draw = 0;
+  Case c;
+  c.p.dtype = t;
+  c.p.num_rows = 5;
+  c.p.top_k = 3;
+  c.p.hidden = hidden;
+  c.p.has_scales = true;
+  c.p.has_bias = bias;
+  c.p.expert_num = 3;
+  c.p.drop_pad_mode = mode;
+  if (mode == 1) c.p.expert_capacity = 6;  // 18 rows for 15 slots
+  if (mode == 0) c.p.active_num = 13;
+  const int64_t d0 = grad_ref::expanded_rows(c.p);
+  const auto values = [&](int64_t n) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (double& x : v) {
+      const double u = rng.uniform(draw++);
+      x = u < 0.01 ? NAN : u < 0.02 ? INFINITY : u < 0.03 ? -INFINITY : u < 0.05 ? -0.0 : rng.normal(draw++) * 3.0;
+    }
+    return v;
+  };
+  c.v.grad_y = values(c.p.num_rows * hidden);
+  c.v.expanded_x = values(d0 * hidden);
+  c.v.scales = values(c.p.num_rows * c.p.top_k);
+  c.v.scales[0] = 1.0;  // slot 0 then copies gradY exactly, every special value included
+  c.v.row_idx.resize(15);
+  for (int64_t i = 0; i < 15; ++i) c.v.row_idx[static_cast<size_t>(i)] = static_cast<double>((i * 7) % d0);
+  c.v.row_idx[3] = -1;
+  c.v.row_idx[9] = c.v.row_idx[2];  // row written by slots 2 and 9
+  if (mode == 0) c.v.row_idx[5] = 14;  // past activeNum: dropped
+  if (bias) {
+    c.v.expert_idx.resize(15);
+    for (int64_t i = 0; i < 15; ++i) c.v.expert_idx[static_cast<size_t>(i)] = static_cast<double>(i % 3);
+    c.v.bias = values(3 * hidden);
+  }
+  return c;
+}
+
+// Same bits, or both NaN: which NaN an operation with two NaN operands returns follows the operand
+// order the compiler picks for a commutative operation, which C++ does not pin down.
+bool same_bits_or_both_nan(const Tensor& a, const Tensor& b, int64_t j) {
+  return a.bits(j) == b.bits(j) || (std::isnan(a.get(j)) && std::isnan(b.get(j)));
+}
+
+TEST(MoeFinalizeRoutingV2GradEmu, matches_the_serial_formulation_with_every_defect) {
+  std::vector<std::string> names = {""};
+  for (const DefectInfo& d : defects()) names.push_back(d.name);
+  int64_t compared = 0;
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (int64_t mode : {0, 1}) {
+      for (bool bias : {false, true}) {
+        const Case c = random_case(t, mode, bias, 4099, 17 + static_cast<uint64_t>(mode) * 2 + (bias ? 1 : 0));
+        const TensorMap in = make_inputs(c);
+        // Every defect on the fp16 cases; the faithful kernel on every dtype.
+        for (const std::string& defect : names) {
+          if (t != DType::kF16 && !defect.empty()) continue;
+          TensorMap fast = make_poisoned_outputs(c.p);
+          TensorMap model = make_poisoned_outputs(c.p);
+          ASSERT_TRUE(run(c.p, in, fast, defect).is_ok()) << defect;
+          serial_model(c.p, in, model, defect);
+          for (const char* name : {kGradX, kGradScales}) {
+            int64_t bad = 0;
+            for (int64_t j = 0; j < fast.at(name).numel(); ++j) {
+              bad += same_bits_or_both_nan(fast.at(name), model.at(name), j) ? 0 : 1;
+              ++compared;
+            }
+            EXPECT_EQ(bad, 0) << dtype_name(t) << " mode " << mode << " bias " << bias << " " << name << " "
+                              << (defect.empty() ? "faithful" : defect);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 500000);
+}
+
+TEST(MoeFinalizeRoutingV2GradEmu, outputs_are_bit_identical_at_1_2_and_7_threads) {
+  const int64_t saved = math::threads();
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (int64_t mode : {0, 1}) {
+      const Case c = random_case(t, mode, true, 4099, 5);
+      const TensorMap in = make_inputs(c);
+      std::vector<TensorMap> outs;
+      for (int64_t threads : {1, 2, 7}) {
+        math::set_threads(threads);
+        outs.push_back(make_poisoned_outputs(c.p));
+        ASSERT_TRUE(run(c.p, in, outs.back(), "").is_ok());
+      }
+      for (size_t k = 1; k < outs.size(); ++k) {
+        for (const char* name : {kGradX, kGradScales}) {
+          EXPECT_TRUE(outs[k].at(name).bytes_equal(outs[0].at(name))) << dtype_name(t) << " mode " << mode << " "
+                                                                      << name << " thread run " << k;
+        }
+      }
+    }
+  }
+  math::set_threads(saved);
+}
+
+// f16_bits against core/dtype.h's encoder: every sign, exponent and top-10 mantissa pattern of fp32
+// with the low 13 bits at the rounding boundaries (0, 1, half - 1, half, half + 1, all ones); in the
+// fp16 subnormal range the boundaries lie in the enumerated bits, the low bits then decide stickiness.
+TEST(MoeFinalizeRoutingV2GradEmu, f16_bits_equals_the_core_encoder) {
+  int64_t mismatches = 0;
+  for (uint32_t top = 0; top < (1u << 19); ++top) {
+    for (uint32_t low : {0x0u, 0x1u, 0xFFFu, 0x1000u, 0x1001u, 0x1FFFu}) {
+      const uint32_t u = (top << 13) | low;
+      float v = 0;
+      std::memcpy(&v, &u, sizeof v);
+      if (detail::f16_bits(v) != f16_from_double(static_cast<double>(v))) ++mismatches;
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+  // Hand-checked points: 65504 (max), 65519.996 -> 65504, 65520 -> Inf, 2^-25 -> 0 (tie to even),
+  // just above 2^-25 -> the smallest subnormal, NaN keeps its sign and payload, quiet.
+  EXPECT_EQ(detail::f16_bits(65504.0f), 0x7BFF);
+  EXPECT_EQ(detail::f16_bits(std::nextafter(65520.0f, 0.0f)), 0x7BFF);
+  EXPECT_EQ(detail::f16_bits(65520.0f), 0x7C00);
+  EXPECT_EQ(detail::f16_bits(std::ldexp(1.0f, -25)), 0x0000);
+  EXPECT_EQ(detail::f16_bits(std::nextafter(std::ldexp(1.0f, -25), 1.0f)), 0x0001);
+  EXPECT_EQ(detail::f16_bits(-std::ldexp(1.0f, -14)), 0x8400);
+  uint32_t snan = 0xFFA02000u;  // signalling, payload 0x202000
+  float v = 0;
+  std::memcpy(&v, &snan, sizeof v);
+  EXPECT_EQ(detail::f16_bits(v), 0xFF01);  // 0x8000 sign | 0x7C00 | 0x0200 quiet | payload >> 13 = 0x101
 }
 
 }  // namespace
