@@ -3,7 +3,7 @@
 // reduction for gradScales), plus the defect catalogue used by the fault backend.
 #include "device/emu/moe_finalize_routing_v2_grad.h"
 
-#include <emmintrin.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <array>
@@ -15,6 +15,7 @@
 
 #include "core/parallel.h"
 #include "reference/math/shared_half.h"
+#include "reference/math/shared_simd.h"
 
 namespace opgate::emu::moe_finalize_routing_v2_grad {
 
@@ -46,6 +47,22 @@ uint16_t f16_bits(float v) {
   const uint32_t half = 1u << (shift - 1);
   if (rem > half || (rem == half && (q & 1u) != 0)) ++q;
   return static_cast<uint16_t>(sign | q);
+}
+
+// F16C's conversion with the rounding given in the instruction (RNE; MXCSR is not read) is the
+// IEEE one, NaN included (sign and top payload bits kept, quiet bit set): the same bits as f16_bits.
+__attribute__((target("avx2,f16c"))) void floats_to_f16_f16c(const float* v, int64_t n, uint16_t* dst) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(v + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), h);
+  }
+  for (; j < n; ++j) dst[j] = f16_bits(v[j]);
+}
+
+void floats_to_f16(const float* v, int64_t n, uint16_t* dst) {
+  if (math::isa() == math::Isa::kAvx2 || math::isa() == math::Isa::kAvx512) return floats_to_f16_f16c(v, n, dst);
+  for (int64_t j = 0; j < n; ++j) dst[j] = f16_bits(v[j]);
 }
 
 }  // namespace detail
@@ -190,7 +207,7 @@ void store_floats(Tensor& t, int64_t start, int64_t n, const float* v) {
     for (int64_t j = 0; j < n; ++j) dst[j] = bf16_bits(v[j]);
     return;
   }
-  for (int64_t j = 0; j < n; ++j) dst[j] = detail::f16_bits(v[j]);
+  detail::floats_to_f16(v, n, dst);
 }
 
 Status require(const TensorMap& m, const char* name, int64_t numel, const Tensor** t) {

@@ -26,6 +26,8 @@ namespace detail {
 // The fp16 bits of v with one RNE rounding (CAST_RINT), equal to core/dtype.h's
 // f16_from_double(v) for every float (NaN: sign and top payload bits, quiet); declared for its test.
 uint16_t f16_bits(float v);
+// dst[j] = f16_bits(v[j]) for j < n: F16C on the AVX2 and AVX-512 paths of math::isa(), else f16_bits.
+void floats_to_f16(const float* v, int64_t n, uint16_t* dst);
 }  // namespace detail
 
 }  // namespace opgate::emu::moe_finalize_routing_v2_grad

@@ -17,6 +17,7 @@
 
 #include "core/parallel.h"
 #include "core/rng.h"
+#include "reference/math/shared_simd.h"
 #include "tests/device/moe_finalize_routing_v2_grad_testing.h"
 
 namespace opgate::emu::moe_finalize_routing_v2_grad {
@@ -411,17 +412,33 @@ TEST(MoeFinalizeRoutingV2GradEmu, outputs_are_bit_identical_at_1_2_and_7_threads
 // f16_bits against core/dtype.h's encoder: every sign, exponent and top-10 mantissa pattern of fp32
 // with the low 13 bits at the rounding boundaries (0, 1, half - 1, half, half + 1, all ones); in the
 // fp16 subnormal range the boundaries lie in the enumerated bits, the low bits then decide stickiness.
+// floats_to_f16 on each supported path (F16C and the scalar f16_bits) is checked the same way.
 TEST(MoeFinalizeRoutingV2GradEmu, f16_bits_equals_the_core_encoder) {
-  int64_t mismatches = 0;
+  std::vector<float> v;
   for (uint32_t top = 0; top < (1u << 19); ++top) {
     for (uint32_t low : {0x0u, 0x1u, 0xFFFu, 0x1000u, 0x1001u, 0x1FFFu}) {
       const uint32_t u = (top << 13) | low;
-      float v = 0;
-      std::memcpy(&v, &u, sizeof v);
-      if (detail::f16_bits(v) != f16_from_double(static_cast<double>(v))) ++mismatches;
+      v.emplace_back();
+      std::memcpy(&v.back(), &u, sizeof u);
     }
   }
+  v.resize(v.size() - 3);  // a count that leaves a remainder after the 8-wide vector loop
+  std::vector<uint16_t> expected(v.size());
+  int64_t mismatches = 0;
+  for (size_t j = 0; j < v.size(); ++j) {
+    expected[j] = f16_from_double(static_cast<double>(v[j]));
+    if (detail::f16_bits(v[j]) != expected[j]) ++mismatches;
+  }
   EXPECT_EQ(mismatches, 0);
+  const math::Isa saved = math::isa();
+  for (math::Isa isa : {math::Isa::kScalar, math::Isa::kAvx2, math::Isa::kAvx512}) {
+    if (!math::isa_supported(isa)) continue;
+    math::set_isa(isa);
+    std::vector<uint16_t> got(v.size());
+    detail::floats_to_f16(v.data(), static_cast<int64_t>(v.size()), got.data());
+    EXPECT_EQ(got, expected) << math::isa_name(isa);
+  }
+  math::set_isa(saved);
   // Hand-checked points: 65504 (max), 65519.996 -> 65504, 65520 -> Inf, 2^-25 -> 0 (tie to even),
   // just above 2^-25 -> the smallest subnormal, NaN keeps its sign and payload, quiet.
   EXPECT_EQ(detail::f16_bits(65504.0f), 0x7BFF);
@@ -431,9 +448,9 @@ TEST(MoeFinalizeRoutingV2GradEmu, f16_bits_equals_the_core_encoder) {
   EXPECT_EQ(detail::f16_bits(std::nextafter(std::ldexp(1.0f, -25), 1.0f)), 0x0001);
   EXPECT_EQ(detail::f16_bits(-std::ldexp(1.0f, -14)), 0x8400);
   uint32_t snan = 0xFFA02000u;  // signalling, payload 0x202000
-  float v = 0;
-  std::memcpy(&v, &snan, sizeof v);
-  EXPECT_EQ(detail::f16_bits(v), 0xFF01);  // 0x8000 sign | 0x7C00 | 0x0200 quiet | payload >> 13 = 0x101
+  float nan = 0;
+  std::memcpy(&nan, &snan, sizeof nan);
+  EXPECT_EQ(detail::f16_bits(nan), 0xFF01);  // 0x8000 sign | 0x7C00 | 0x0200 quiet | payload >> 13 = 0x101
 }
 
 }  // namespace
