@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,33 @@
 #include "reference/math/shared_half.h"
 
 namespace opgate::emu::incre_flash_attention_v3 {
+
+namespace detail {
+
+float cast_p(float x, DType t, Rounding r) {
+  uint32_t u = 0;
+  std::memcpy(&u, &x, sizeof u);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  // Normal in t (fp16 >= 2^-14, bf16 >= 2^-126) and below 2^15, so rounding up cannot overflow:
+  // t's values there are the floats whose low `drop` bits are zero.
+  const bool f16 = t == DType::kF16;
+  const bool fast = (t == DType::kF16 || t == DType::kBF16) && a >= (f16 ? 0x38800000u : 0x00800000u) && a < 0x47000000u;
+  if (!fast) return static_cast<float>(round_to(t, x, r));
+  const int drop = f16 ? 13 : 16;
+  const uint32_t half = 1u << (drop - 1);
+  switch (r) {
+    case Rounding::kNearestEven: u += half - 1 + ((u >> drop) & 1u); break;
+    case Rounding::kHalfAway: u += half; break;  // on the magnitude bits: the sign bit is above them
+    case Rounding::kTowardZero: break;
+  }
+  u &= ~((1u << drop) - 1u);  // a carry out of the mantissa steps the exponent, as it should
+  float y = 0;
+  std::memcpy(&y, &u, sizeof y);
+  return y;
+}
+
+}  // namespace detail
+
 namespace {
 
 namespace ifa = ref::incre_flash_attention_v3;
@@ -87,6 +115,9 @@ constexpr int64_t kCoreNum = 40;
 constexpr float kMaskValue = -1.0e12f;
 // PV cube step: 16 positions accumulated per fractal before joining the running fp32 sum.
 constexpr int64_t kCubeK = 16;
+// KV positions the emulator converts to float at a time within a tile (not a kernel parameter).
+constexpr int64_t kPiece = 128;
+static_assert(kPiece % kCubeK == 0, "pieces hold whole PV fractals");
 
 Expected<Defect> parse_defect(const std::string& name) {
   return ::opgate::parse_defect(kDefects, Defect::kNone, name, "incre_flash_attention_v3");
@@ -267,7 +298,7 @@ class Kernel {
     const int64_t d = p_.head_dim;
     int64_t len = x_.lengths[static_cast<size_t>(b)];
     if (len > 0 && defect_ == Defect::kActualLenPlusOne) ++len;
-    // K and V of one S2 tile at a time, as float (row t at (t - t0) * d).
+    // K and V rows as float, a piece of an S2 tile at a time (tile()).
     std::vector<float> k, v;
     std::vector<HeadState> heads = head_states(b, n2);
     std::vector<std::vector<SplitResult>> results(heads.size());
@@ -281,13 +312,7 @@ class Kernel {
       }
       for (int64_t t0 = s0; t0 < s1; t0 += sched_.tile) {
         const int64_t t1 = std::min(s1, t0 + sched_.tile);
-        k.resize(static_cast<size_t>((t1 - t0) * d));
-        v.resize(k.size());
-        for (int64_t t = t0; t < t1; ++t) {
-          kv_.row("key", b, n2, t, k.data() + (t - t0) * d);
-          kv_.row("value", b, n2, t, v.data() + (t - t0) * d);
-        }
-        tile(b, t0, t1, k, v, heads);
+        tile(b, n2, t0, t1, heads, k, v);
       }
       for (size_t g = 0; g < heads.size(); ++g) {
         SplitResult r{heads[g].m, heads[g].l, heads[g].acc};
@@ -360,26 +385,43 @@ class Kernel {
 
   // One S2 tile [t0, t1) (k, v: its rows from t0) for every head of the group (§1.4.3 steps 1-5): scores (scale, pse, mask
   // select), online softmax update, P cast (or MSD digits) and the fp32 PV accumulation.
-  void tile(int64_t b, int64_t t0, int64_t t1, const std::vector<float>& k, const std::vector<float>& v,
-            std::vector<HeadState>& heads) const {
+  // Rows [ta, tb) of key or value of (b, n2) as float into buf (row t at (t - ta) * d).
+  void load_rows(const char* name, int64_t b, int64_t n2, int64_t ta, int64_t tb, std::vector<float>& buf) const {
+    const int64_t d = p_.head_dim;
+    buf.resize(static_cast<size_t>((tb - ta) * d));
+    for (int64_t t = ta; t < tb; ++t) kv_.row(name, b, n2, t, buf.data() + (t - ta) * d);
+  }
+
+  void tile(int64_t b, int64_t n2, int64_t t0, int64_t t1, std::vector<HeadState>& heads, std::vector<float>& k,
+            std::vector<float>& v) const {
     const int64_t d = p_.head_dim;
     const int64_t w = t1 - t0;
     const int64_t pb = p_.pse_batch == p_.batch ? b : 0;
+    const bool half_acc = defect_ == Defect::kHalfPvAccumulation;
+    // K and V are converted a piece of kPiece positions at a time (a multiple of kCubeK: PV
+    // fractals stay whole), so they stay in cache; int8 KV and the fp16-accumulation defect take
+    // the whole tile. The conversion is exact, so pieces do not change any value.
+    const bool whole = p_.kv_dtype == DType::kI8 || half_acc;
+    const int64_t piece = whole ? std::max<int64_t>(w, 1) : kPiece;
     for (HeadState& h : heads) h.s.resize(static_cast<size_t>(w));
-    for (int64_t t = t0; t < t1; ++t) {
-      const bool mask = masked(b, t);
-      for (HeadState& h : heads) {
-        // Reads past the pse row happen only under defects; they see 0 (kept in bounds).
-        const float pse = t < p_.pse_seq && !x_.pse.empty()
-                              ? x_.pse[static_cast<size_t>((pb * p_.num_heads + h.n) * p_.pse_seq + t)]
-                              : 0.0f;
-        const float qk = dot(h, k.data() + (t - t0) * d);
-        float st = defect_ == Defect::kPseScaled ? (qk + pse) * x_.scale : qk * x_.scale + pse;
-        if (mask) st = defect_ == Defect::kMaskAdded ? st + kMaskValue : kMaskValue;
-        h.s[static_cast<size_t>(t - t0)] = st;
+    for (int64_t ta = t0; ta < t1; ta += piece) {
+      const int64_t tb = std::min(t1, ta + piece);
+      load_rows("key", b, n2, ta, tb, k);
+      for (int64_t t = ta; t < tb; ++t) {
+        const bool mask = masked(b, t);
+        for (HeadState& h : heads) {
+          // Reads past the pse row happen only under defects; they see 0 (kept in bounds).
+          const float pse = t < p_.pse_seq && !x_.pse.empty()
+                                ? x_.pse[static_cast<size_t>((pb * p_.num_heads + h.n) * p_.pse_seq + t)]
+                                : 0.0f;
+          const float qk = dot(h, k.data() + (t - ta) * d);
+          float st = defect_ == Defect::kPseScaled ? (qk + pse) * x_.scale : qk * x_.scale + pse;
+          if (mask) st = defect_ == Defect::kMaskAdded ? st + kMaskValue : kMaskValue;
+          h.s[static_cast<size_t>(t - t0)] = st;
+        }
       }
     }
-    const bool half_acc = defect_ == Defect::kHalfPvAccumulation;
+    if (whole) load_rows("value", b, n2, t0, t1, v);
     for (HeadState& h : heads) {
       float m_new = h.m;
       for (float x : h.s) m_new = std::max(m_new, x);
@@ -400,10 +442,16 @@ class Kernel {
         pv_int8(h, w, v);
       } else {
         const Rounding pr = defect_ == Defect::kPCastTruncates ? Rounding::kTowardZero : p_rounding_;
-        for (float& x : h.s) x = static_cast<float>(round_to(p_.kv_dtype, x, pr));
+        for (float& x : h.s) x = detail::cast_p(x, p_.kv_dtype, pr);
       }
     }
-    if (p_.kv_dtype != DType::kI8) {
+    if (!whole) {
+      for (int64_t ta = t0; ta < t1; ta += piece) {
+        const int64_t tb = std::min(t1, ta + piece);
+        load_rows("value", b, n2, ta, tb, v);
+        for (HeadState& h : heads) pv_fp32(h, ta - t0, tb - ta, v.data());
+      }
+    } else if (p_.kv_dtype != DType::kI8) {  // the fp16-accumulation defect: every partial sum rounded
       for (int64_t c0 = 0; c0 < w; c0 += kCubeK) {
         for (HeadState& h : heads) h.chunk.assign(static_cast<size_t>(d), 0.0f);
         for (int64_t t = c0; t < std::min(w, c0 + kCubeK); ++t) {
@@ -412,15 +460,13 @@ class Kernel {
             const float pv = h.s[static_cast<size_t>(t)];
             float* ch = h.chunk.data();
             for (int64_t i = 0; i < d; ++i) ch[i] += pv * vt[i];
-            if (half_acc) {
-              for (float& c : h.chunk) c = to_f16(c, Rounding::kNearestEven);
-            }
+            for (float& c : h.chunk) c = to_f16(c, Rounding::kNearestEven);
           }
         }
         for (HeadState& h : heads) {
           for (int64_t i = 0; i < d; ++i) {
             h.part[static_cast<size_t>(i)] += h.chunk[static_cast<size_t>(i)];
-            if (half_acc) h.part[static_cast<size_t>(i)] = to_f16(h.part[static_cast<size_t>(i)], Rounding::kNearestEven);
+            h.part[static_cast<size_t>(i)] = to_f16(h.part[static_cast<size_t>(i)], Rounding::kNearestEven);
           }
         }
       }
@@ -430,6 +476,35 @@ class Kernel {
         float& a = h.acc[static_cast<size_t>(i)];
         a += h.part[static_cast<size_t>(i)];
         if (half_acc) a = to_f16(a, Rounding::kNearestEven);
+      }
+    }
+  }
+
+  // fp32 PV of one head over tile positions [first, first + count) (rows: their V rows; first is a
+  // multiple of kCubeK): per fractal of kCubeK positions, each
+  // element c[i] = ((0 + p_0 v_0[i]) + p_1 v_1[i]) + ..., then part[i] += c[i]; the same operations
+  // as the step-by-step loop of tile(), with blocks of columns held in registers across positions.
+  void pv_fp32(HeadState& h, int64_t first, int64_t count, const float* rows) const {
+    constexpr int64_t kCols = 32;
+    const int64_t d = p_.head_dim;
+    float* part = h.part.data();
+    const float* v = rows - first * d;  // position t's row at v + t * d
+    for (int64_t c0 = first; c0 < first + count; c0 += kCubeK) {
+      const int64_t c1 = std::min(first + count, c0 + kCubeK);
+      int64_t i0 = 0;
+      for (; i0 + kCols <= d; i0 += kCols) {
+        float c[kCols] = {};
+        for (int64_t t = c0; t < c1; ++t) {
+          const float pv = h.s[static_cast<size_t>(t)];
+          const float* vt = v + t * d + i0;
+          for (int64_t i = 0; i < kCols; ++i) c[i] += pv * vt[i];
+        }
+        for (int64_t i = 0; i < kCols; ++i) part[i0 + i] += c[i];
+      }
+      for (int64_t i = i0; i < d; ++i) {
+        float c = 0.0f;
+        for (int64_t t = c0; t < c1; ++t) c += h.s[static_cast<size_t>(t)] * v[t * d + i];
+        part[i] += c;
       }
     }
   }

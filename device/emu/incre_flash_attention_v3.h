@@ -31,4 +31,11 @@ struct Schedule {
 };
 Schedule schedule(const ref::incre_flash_attention_v3::Params& p);
 
+namespace detail {
+// float(round_to(t, x, r)) for t = fp16 or bf16 (the cast of P before the PV product): a carry on
+// the fp32 bits where x is a normal number of t far from overflow, round_to elsewhere. Declared for
+// its test.
+float cast_p(float x, DType t, Rounding r);
+}  // namespace detail
+
 }  // namespace opgate::emu::incre_flash_attention_v3

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <string>
 #include <utility>
@@ -331,6 +332,42 @@ TEST(IncreFlashAttentionV3Tiling, ci_has_int8_output_ties_on_zero_length_rows) {
   };
   EXPECT_NE(cases_with(all, [&](const Facts& f) { return f.quant == ifa_ref::QuantMode::kPerTensor && splits_modes(f); }), "");
   EXPECT_NE(cases_with(all, [&](const Facts& f) { return f.quant == ifa_ref::QuantMode::kPerChannel && splits_modes(f); }), "");
+}
+
+// detail::cast_p (the bit-carry cast of P) against core/dtype.h's round_to for fp16 and bf16 under
+// the three roundings: every sign, exponent and top-10 mantissa pattern of fp32, the low 13 bits at
+// fp16's rounding boundaries (0, 1, half - 1, half, half + 1, all ones), and for bf16 also its tie
+// (+0, +1) and half - 1 in the 16 dropped bits; the fast range's edges (2^-14, 2^-126, 2^15) included.
+TEST(IncreFlashAttentionV3Emu, p_cast_equals_round_to) {
+  int64_t checked = 0;
+  int64_t mismatches = 0;
+  for (uint32_t top = 0; top < (1u << 19); ++top) {
+    for (uint32_t low : {0x0u, 0x1u, 0xFFFu, 0x1000u, 0x1001u, 0x1FFFu}) {
+      const uint32_t bf16_top = (top >> 3) << 16;
+      const std::pair<uint32_t, bool> patterns[] = {{(top << 13) | low, true},  // (bits, fp16 too)
+                                                    {bf16_top | 0x8000u | (low & 0x1u), false},
+                                                    {bf16_top | 0x7FFFu, false}};
+      for (const auto& [u, both] : patterns) {
+        float x = 0;
+        std::memcpy(&x, &u, sizeof x);
+        for (DType t : {DType::kBF16, DType::kF16}) {
+          if (t == DType::kF16 && !both) continue;
+          for (Rounding r : {Rounding::kNearestEven, Rounding::kHalfAway, Rounding::kTowardZero}) {
+            const float want = static_cast<float>(round_to(t, static_cast<double>(x), r));
+            const float got = detail::cast_p(x, t, r);
+            ++checked;
+            if (std::memcmp(&want, &got, sizeof got) != 0 && !(std::isnan(want) && std::isnan(got))) ++mismatches;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << checked;
+  // Hand-checked ties: 1 + 2^-11 is halfway between the fp16 values 1 and 1 + 2^-10.
+  EXPECT_EQ(detail::cast_p(1.0f + 0x1p-11f, DType::kF16, Rounding::kHalfAway), 1.0f + 0x1p-10f);
+  EXPECT_EQ(detail::cast_p(1.0f + 0x1p-11f, DType::kF16, Rounding::kNearestEven), 1.0f);
+  EXPECT_EQ(detail::cast_p(1.0f + 0x1p-8f + 0x1p-9f, DType::kBF16, Rounding::kNearestEven), 1.0f + 0x1p-7f);
+  EXPECT_EQ(detail::cast_p(1.0f - 0x1p-12f, DType::kF16, Rounding::kTowardZero), 1.0f - 0x1p-11f);
 }
 
 }  // namespace
