@@ -488,7 +488,6 @@ class Kernel {
     constexpr int64_t kCols = 32;
     const int64_t d = p_.head_dim;
     float* part = h.part.data();
-    const float* v = rows - first * d;  // position t's row at v + t * d
     for (int64_t c0 = first; c0 < first + count; c0 += kCubeK) {
       const int64_t c1 = std::min(first + count, c0 + kCubeK);
       int64_t i0 = 0;
@@ -496,14 +495,14 @@ class Kernel {
         float c[kCols] = {};
         for (int64_t t = c0; t < c1; ++t) {
           const float pv = h.s[static_cast<size_t>(t)];
-          const float* vt = v + t * d + i0;
+          const float* vt = rows + (t - first) * d + i0;
           for (int64_t i = 0; i < kCols; ++i) c[i] += pv * vt[i];
         }
         for (int64_t i = 0; i < kCols; ++i) part[i0 + i] += c[i];
       }
       for (int64_t i = i0; i < d; ++i) {
         float c = 0.0f;
-        for (int64_t t = c0; t < c1; ++t) c += h.s[static_cast<size_t>(t)] * v[t * d + i];
+        for (int64_t t = c0; t < c1; ++t) c += h.s[static_cast<size_t>(t)] * rows[(t - first) * d + i];
         part[i] += c;
       }
     }
