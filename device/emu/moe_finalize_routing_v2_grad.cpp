@@ -221,6 +221,121 @@ Status require(const TensorMap& m, const char* name, int64_t numel, const Tensor
   return Status::ok();
 }
 
+// The tensors and settings of one call, and the work of one token.
+struct Call {
+  const Tensor* gy = nullptr;
+  const Tensor* x = nullptr;
+  const Tensor* sc = nullptr;
+  const Tensor* ei = nullptr;
+  const Tensor* b = nullptr;
+  Tensor gx, gs;  // copies share storage: writes land in the caller's buffers
+  Defect defect = Defect::kNone;
+  int64_t k_n = 1, h = 0, row_limit = 0;
+  bool use_bias = false;
+  std::vector<int64_t> row_of;  // the row slot i addresses
+  std::vector<int64_t> writer;  // the last slot writing each row, -1 for none
+
+  bool is_valid(int64_t row) const { return row >= 0 && row < row_limit; }
+  bool writes(int64_t i) const {
+    const int64_t row = row_of[static_cast<size_t>(i)];
+    return is_valid(row) && writer[static_cast<size_t>(row)] == i;
+  }
+};
+
+// Scratch of one token: its gradY row as fp32 and column tiles of kTile elements, which keep the
+// converted rows in L1 (kTile divides kHiddenPrePart: a tile never straddles two chunks).
+struct Scratch {
+  std::vector<float> g, x, b, prod, full_row;
+};
+
+// gradExpandedX row of slot i: one RNE rounding of gradY * scale per element.
+void write_grad_x(Call& c, int64_t i, Scratch& w) {
+  const int64_t h = c.h;
+  const int64_t row = c.row_of[static_cast<size_t>(i)];
+  const auto scale = static_cast<float>(c.sc->get(i));
+  float* pr = w.prod.data();
+  for (int64_t j0 = 0; j0 < h; j0 += kTile) {
+    const int64_t n = std::min(kTile, h - j0);
+    const float* g = w.g.data() + j0;
+    if (c.defect == Defect::kScaleNotApplied) {
+      std::copy(g, g + n, pr);
+    } else {
+      for (int64_t j = 0; j < n; ++j) pr[j] = g[j] * scale;
+    }
+    if (c.defect == Defect::kNanFlushedToZero) {
+      for (int64_t j = 0; j < n; ++j) pr[j] = nan_unsafe_select(pr[j]);
+    }
+    store_floats(c.gx, row * h + j0, n, pr);
+  }
+}
+
+// gradScales[i] before its cast: the fp32 products (x + bias) * gradY and the block reduction.
+double grad_scale(const Call& c, int64_t i, Scratch& w) {
+  const int64_t h = c.h;
+  const int64_t row = c.row_of[static_cast<size_t>(i)];
+  const bool valid = c.is_valid(row);
+  const int64_t expert = c.use_bias ? static_cast<int64_t>(c.ei->get(i)) : -1;
+  // Defects that reorder or shorten the whole reduction take the products of the full row.
+  const bool full_row = c.defect == Defect::kLastBlockDropped || c.defect == Defect::kGradScalesHalfAccumulation;
+  const float* xr = w.x.data();
+  const float* br = w.b.data();
+  float* pr = w.prod.data();
+  float total = 0.0f;
+  float chunk = 0.0f;
+  for (int64_t j0 = 0; j0 < h; j0 += kTile) {
+    const int64_t n = std::min(kTile, h - j0);
+    const float* g = w.g.data() + j0;
+    if (valid) load_floats(*c.x, row * h + j0, n, w.x.data());
+    if (expert >= 0) load_floats(*c.b, expert * h + j0, n, w.b.data());
+    if (valid && expert >= 0) {
+      for (int64_t j = 0; j < n; ++j) pr[j] = (xr[j] + br[j]) * g[j];
+    } else if (valid) {
+      for (int64_t j = 0; j < n; ++j) pr[j] = xr[j] * g[j];
+    } else {
+      for (int64_t j = 0; j < n; ++j) pr[j] = br[j] * g[j];
+    }
+    if (full_row) {
+      w.full_row.resize(static_cast<size_t>(h));
+      std::copy(pr, pr + n, w.full_row.data() + j0);
+      continue;
+    }
+    chunk = add_block_sums(chunk, pr, n);
+    if ((j0 + n) % kHiddenPrePart == 0 || j0 + n == h) {
+      total += chunk;
+      chunk = 0.0f;
+    }
+  }
+  return full_row ? reduce_products(w.full_row.data(), h, c.gs.dtype(), c.defect) : static_cast<double>(total);
+}
+
+// Token r owns slots r*K .. r*K+K-1: the gradExpandedX rows they write last and their gradScales.
+void run_token(Call& c, int64_t r) {
+  const int64_t h = c.h;
+  if (c.sc == nullptr) {  // no scales: a copy of the row's bits (gradExpandedX and gradY share T, §3.1)
+    if (!c.writes(r)) return;
+    const size_t row_bytes = static_cast<size_t>(h) * dtype_size(c.gx.dtype());
+    std::memcpy(c.gx.data() + static_cast<size_t>(c.row_of[static_cast<size_t>(r)]) * row_bytes,
+                c.gy->data() + static_cast<size_t>(r) * row_bytes, row_bytes);
+    return;
+  }
+  Scratch w;
+  w.g.resize(static_cast<size_t>(h));
+  w.x.resize(kTile);
+  w.b.resize(kTile);
+  w.prod.resize(kTile);
+  load_floats(*c.gy, r * h, h, w.g.data());
+  const Rounding cast = c.defect == Defect::kGradScalesCastHalfAway ? Rounding::kHalfAway : Rounding::kNearestEven;
+  for (int64_t i = r * c.k_n; i < (r + 1) * c.k_n; ++i) {
+    if (c.writes(i)) write_grad_x(c, i, w);
+    const bool valid = c.is_valid(c.row_of[static_cast<size_t>(i)]);
+    if (!valid && (!c.use_bias || c.defect == Defect::kBiasIgnoredForDropped)) {
+      c.gs.set(i, 0.0);
+      continue;
+    }
+    c.gs.set(i, grad_scale(c, i, w), cast);
+  }
+}
+
 }  // namespace
 
 std::vector<DefectInfo> defects() {
@@ -264,113 +379,44 @@ Status run(const grad_ref::Params& p, const TensorMap& in, TensorMap& out,
       }
     }
   }
-  Tensor gx = *gx_in;  // copies share storage: writes land in the caller's buffers
-  Tensor gs = *gs_in;
-
+  Call c;
+  c.gy = gy;
+  c.x = x;
+  c.sc = sc;
+  c.ei = ei;
+  c.b = b;
+  c.gx = *gx_in;
+  c.gs = *gs_in;
+  c.defect = defect;
+  c.k_n = k_n;
+  c.h = h;
+  c.use_bias = use_bias;
   const bool active = p.drop_pad_mode == 0 && p.active_num > 0 && p.active_num < slots;
-  const int64_t row_limit = active && defect == Defect::kActiveNumOffByOne ? d0 - 1 : d0;
-  const auto is_valid = [&](int64_t row) { return row >= 0 && row < row_limit; };
+  c.row_limit = active && defect == Defect::kActiveNumOffByOne ? d0 - 1 : d0;
   // The row each slot addresses, and each row's last writer: the kernel writes slots in order, every
   // write covers the whole row, so a later slot addressing the same row wins. Writing each row once
   // from its last writer gives the same bytes in any order, so tokens run in parallel.
-  std::vector<int64_t> row_of(static_cast<size_t>(slots));
-  std::vector<int64_t> writer(static_cast<size_t>(std::max<int64_t>(d0, 0)), -1);
+  c.row_of.resize(static_cast<size_t>(slots));
+  c.writer.assign(static_cast<size_t>(std::max<int64_t>(d0, 0)), -1);
   for (int64_t i = 0; i < slots; ++i) {
     const int64_t r = i / k_n;
     const int64_t slot = defect == Defect::kKMajorIndex ? (i % k_n) * r_n + r : i;
     const auto row = static_cast<int64_t>(idx->get(slot));
-    row_of[static_cast<size_t>(i)] = row;
-    if (is_valid(row)) writer[static_cast<size_t>(row)] = i;
+    c.row_of[static_cast<size_t>(i)] = row;
+    if (c.is_valid(row)) c.writer[static_cast<size_t>(row)] = i;
   }
-
-  // dropPadMode 1 zero-initialises gradExpandedX; only rows no slot writes keep those zeros.
+  // dropPadMode 1 zero-initialises gradExpandedX; only rows no slot writes keep those zeros (+0 is
+  // all-zero bits in every float dtype).
   if (p.drop_pad_mode == 1 && defect != Defect::kZeroFillSkippedInDropPad) {
     constexpr int64_t kRowsPerBlock = 64;
-    const size_t row_bytes = static_cast<size_t>(h) * dtype_size(gx.dtype());
+    const size_t row_bytes = static_cast<size_t>(h) * dtype_size(c.gx.dtype());
     math::parallel_for((d0 + kRowsPerBlock - 1) / kRowsPerBlock, [&](int64_t blk) {
       for (int64_t row = blk * kRowsPerBlock; row < std::min(d0, (blk + 1) * kRowsPerBlock); ++row) {
-        // +0 is all-zero bits in every float dtype
-        if (writer[static_cast<size_t>(row)] < 0) std::memset(gx.data() + static_cast<size_t>(row) * row_bytes, 0, row_bytes);
+        if (c.writer[static_cast<size_t>(row)] < 0) std::memset(c.gx.data() + static_cast<size_t>(row) * row_bytes, 0, row_bytes);
       }
     });
   }
-
-  // Token r owns slots r*K .. r*K+K-1: their gradExpandedX rows (those they write last) and their
-  // gradScales, each an independent output.
-  // Defects that reorder or shorten the whole reduction take the products of the full row.
-  const bool reduces_full_row = defect == Defect::kLastBlockDropped || defect == Defect::kGradScalesHalfAccumulation;
-  const Rounding gs_rounding = defect == Defect::kGradScalesCastHalfAway ? Rounding::kHalfAway : Rounding::kNearestEven;
-  math::parallel_for(r_n, [&](int64_t r) {
-    if (!p.has_scales) {  // a copy of the row's bits: gradExpandedX and gradY share the dtype T (§3.1)
-      const int64_t row = row_of[static_cast<size_t>(r)];
-      if (!is_valid(row) || writer[static_cast<size_t>(row)] != r) return;
-      const size_t row_bytes = static_cast<size_t>(h) * dtype_size(gx.dtype());
-      std::memcpy(gx.data() + static_cast<size_t>(row) * row_bytes, gy->data() + static_cast<size_t>(r) * row_bytes,
-                  row_bytes);
-      return;
-    }
-    // Column tiles of kTile elements keep the converted rows in L1; kTile divides kHiddenPrePart,
-    // so a tile never straddles two chunks of the reduction.
-    std::vector<float> gyr(static_cast<size_t>(h)), xt(kTile), bt(kTile), pt(kTile);
-    std::vector<float> full_row(reduces_full_row ? static_cast<size_t>(h) : 0);
-    load_floats(*gy, r * h, h, gyr.data());
-    float* pr = pt.data();
-    for (int64_t i = r * k_n; i < (r + 1) * k_n; ++i) {
-      const int64_t row = row_of[static_cast<size_t>(i)];
-      const bool valid = is_valid(row);
-      if (valid && writer[static_cast<size_t>(row)] == i) {
-        const auto scale = static_cast<float>(sc->get(i));
-        for (int64_t j0 = 0; j0 < h; j0 += kTile) {
-          const int64_t n = std::min(kTile, h - j0);
-          const float* g = gyr.data() + j0;
-          if (defect == Defect::kScaleNotApplied) {
-            std::copy(g, g + n, pr);
-          } else {
-            for (int64_t j = 0; j < n; ++j) pr[j] = g[j] * scale;
-          }
-          if (defect == Defect::kNanFlushedToZero) {
-            for (int64_t j = 0; j < n; ++j) pr[j] = nan_unsafe_select(pr[j]);
-          }
-          store_floats(gx, row * h + j0, n, pr);
-        }
-      }
-      // gradScales[i]: fp32 products (x + bias) * gradY and the block reduction.
-      if (!valid && (!use_bias || defect == Defect::kBiasIgnoredForDropped)) {
-        gs.set(i, 0.0);
-        continue;
-      }
-      const int64_t expert = use_bias ? static_cast<int64_t>(ei->get(i)) : -1;
-      const float* xr = xt.data();
-      const float* br = bt.data();
-      float total = 0.0f;
-      float chunk = 0.0f;
-      for (int64_t j0 = 0; j0 < h; j0 += kTile) {
-        const int64_t n = std::min(kTile, h - j0);
-        const float* g = gyr.data() + j0;
-        if (valid) load_floats(*x, row * h + j0, n, xt.data());
-        if (expert >= 0) load_floats(*b, expert * h + j0, n, bt.data());
-        if (valid && expert >= 0) {
-          for (int64_t j = 0; j < n; ++j) pr[j] = (xr[j] + br[j]) * g[j];
-        } else if (valid) {
-          for (int64_t j = 0; j < n; ++j) pr[j] = xr[j] * g[j];
-        } else {
-          for (int64_t j = 0; j < n; ++j) pr[j] = br[j] * g[j];
-        }
-        if (reduces_full_row) {
-          std::copy(pr, pr + n, full_row.data() + j0);
-          continue;
-        }
-        chunk = add_block_sums(chunk, pr, n);
-        if ((j0 + n) % kHiddenPrePart == 0 || j0 + n == h) {
-          total += chunk;
-          chunk = 0.0f;
-        }
-      }
-      const double sum = reduces_full_row ? reduce_products(full_row.data(), h, gs.dtype(), defect)
-                                          : static_cast<double>(total);
-      gs.set(i, sum, gs_rounding);
-    }
-  });
+  math::parallel_for(r_n, [&](int64_t r) { run_token(c, r); });
   return Status::ok();
 }
 
