@@ -21,6 +21,16 @@ namespace opgate::emu::moe_finalize_routing_v2_grad {
 
 namespace detail {
 
+// bf16 bits of v with one RNE rounding (the carry on the fp32 bits); NaN keeps its sign and top
+// payload bits and becomes quiet, as core/dtype.h's encoder does. Branch-free, so it vectorises.
+uint16_t bf16_bits(float v) {
+  uint32_t u = 0;
+  std::memcpy(&u, &v, sizeof u);
+  const auto rounded = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  const auto quiet_nan = static_cast<uint16_t>((u >> 16) | 0x40u);
+  return (u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded;
+}
+
 uint16_t f16_bits(float v) {
   uint32_t u = 0;
   std::memcpy(&u, &v, sizeof u);
@@ -58,6 +68,33 @@ __attribute__((target("avx2,f16c"))) void floats_to_f16_f16c(const float* v, int
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), h);
   }
   for (; j < n; ++j) dst[j] = f16_bits(v[j]);
+}
+
+// bf16_bits on 8 lanes: the same integer operations, then a pack of the 16-bit results (each
+// <= 0xFFFF, so the unsigned saturation of packus never changes one).
+__attribute__((target("avx2"))) void floats_to_bf16_avx2(const float* v, int64_t n, uint16_t* dst) {
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i bias = _mm256_set1_epi32(0x7FFF);
+  const __m256i magnitude = _mm256_set1_epi32(0x7FFFFFFF);
+  const __m256i inf = _mm256_set1_epi32(0x7F800000);
+  const __m256i quiet = _mm256_set1_epi32(0x40);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(v + j));
+    const __m256i high = _mm256_srli_epi32(u, 16);
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, bias), _mm256_and_si256(high, one)), 16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, magnitude), inf);  // both operands >= 0
+    const __m256i r = _mm256_blendv_epi8(rounded, _mm256_or_si256(high, quiet), nan);
+    // packus works per 128-bit half: (r0..r3, r0..r3 | r4..r7, r4..r7); qwords 0 and 2 are r0..r7.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), _mm256_castsi256_si128(packed));
+  }
+  for (; j < n; ++j) dst[j] = bf16_bits(v[j]);
+}
+
+void floats_to_bf16(const float* v, int64_t n, uint16_t* dst) {
+  if (math::isa() == math::Isa::kAvx2 || math::isa() == math::Isa::kAvx512) return floats_to_bf16_avx2(v, n, dst);
+  for (int64_t j = 0; j < n; ++j) dst[j] = bf16_bits(v[j]);
 }
 
 void floats_to_f16(const float* v, int64_t n, uint16_t* dst) {
@@ -185,16 +222,6 @@ void load_floats(const Tensor& t, int64_t start, int64_t n, float* dst) {
   }
 }
 
-// bf16 bits of v with one RNE rounding (the carry on the fp32 bits); NaN keeps its sign and top
-// payload bits and becomes quiet, as core/dtype.h's encoder does. Branch-free, so it vectorises.
-uint16_t bf16_bits(float v) {
-  uint32_t u = 0;
-  std::memcpy(&u, &v, sizeof u);
-  const auto rounded = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-  const auto quiet_nan = static_cast<uint16_t>((u >> 16) | 0x40u);
-  return (u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded;
-}
-
 // Stores fp32 values into t[start, start + n) with one RNE rounding to t's dtype (the kernel's
 // CAST_RINT).
 void store_floats(Tensor& t, int64_t start, int64_t n, const float* v) {
@@ -204,7 +231,7 @@ void store_floats(Tensor& t, int64_t start, int64_t n, const float* v) {
   }
   uint16_t* dst = t.ptr<uint16_t>() + start;
   if (t.dtype() == DType::kBF16) {
-    for (int64_t j = 0; j < n; ++j) dst[j] = bf16_bits(v[j]);
+    detail::floats_to_bf16(v, n, dst);
     return;
   }
   detail::floats_to_f16(v, n, dst);

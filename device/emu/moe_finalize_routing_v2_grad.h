@@ -22,12 +22,16 @@ Status run(const ref::moe_finalize_routing_v2_grad::Params& p, const TensorMap& 
 // The injectable defects, each named "mfrg.<what>" with a one-line description.
 std::vector<DefectInfo> defects();
 
+// The emulator's fp32 -> fp16/bf16 stores (CAST_RINT), declared for their tests. Each equals
+// core/dtype.h's f16_from_double / bf16_from_double of the float for every float (NaN: sign and top
+// payload bits, quiet).
 namespace detail {
-// The fp16 bits of v with one RNE rounding (CAST_RINT), equal to core/dtype.h's
-// f16_from_double(v) for every float (NaN: sign and top payload bits, quiet); declared for its test.
 uint16_t f16_bits(float v);
-// dst[j] = f16_bits(v[j]) for j < n: F16C on the AVX2 and AVX-512 paths of math::isa(), else f16_bits.
+uint16_t bf16_bits(float v);
+// dst[j] = f16_bits(v[j]) / bf16_bits(v[j]) for j < n: F16C / AVX2 on the AVX2 and AVX-512 paths of
+// math::isa(), else the scalar function.
 void floats_to_f16(const float* v, int64_t n, uint16_t* dst);
+void floats_to_bf16(const float* v, int64_t n, uint16_t* dst);
 }  // namespace detail
 
 }  // namespace opgate::emu::moe_finalize_routing_v2_grad

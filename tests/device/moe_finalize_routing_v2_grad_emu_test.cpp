@@ -409,25 +409,28 @@ TEST(MoeFinalizeRoutingV2GradEmu, outputs_are_bit_identical_at_1_2_and_7_threads
   math::set_threads(saved);
 }
 
-// f16_bits against core/dtype.h's encoder: every sign, exponent and top-10 mantissa pattern of fp32
-// with the low 13 bits at the rounding boundaries (0, 1, half - 1, half, half + 1, all ones); in the
-// fp16 subnormal range the boundaries lie in the enumerated bits, the low bits then decide stickiness.
-// floats_to_f16 on each supported path (F16C and the scalar f16_bits) is checked the same way.
-TEST(MoeFinalizeRoutingV2GradEmu, f16_bits_equals_the_core_encoder) {
+// The fp16 and bf16 stores against core/dtype.h's encoders: every sign, exponent and top-10
+// mantissa pattern of fp32 with the low 13 bits at fp16's rounding boundaries (0, 1, half - 1, half,
+// half + 1, all ones), in the fp16 subnormal range the boundaries lie in the enumerated bits and the
+// low bits decide stickiness; for bf16 the same top bits with the low 16 bits at its boundaries.
+// The vector functions are checked on each supported path (F16C / AVX2 and scalar).
+TEST(MoeFinalizeRoutingV2GradEmu, f16_and_bf16_stores_equal_the_core_encoders) {
   std::vector<float> v;
   for (uint32_t top = 0; top < (1u << 19); ++top) {
     for (uint32_t low : {0x0u, 0x1u, 0xFFFu, 0x1000u, 0x1001u, 0x1FFFu}) {
-      const uint32_t u = (top << 13) | low;
-      v.emplace_back();
-      std::memcpy(&v.back(), &u, sizeof u);
+      for (uint32_t u : {(top << 13) | low, ((top >> 3) << 16) | (low == 0x1000u ? 0x8000u : low << 3)}) {
+        v.emplace_back();
+        std::memcpy(&v.back(), &u, sizeof u);
+      }
     }
   }
-  v.resize(v.size() - 3);  // a count that leaves a remainder after the 8-wide vector loop
-  std::vector<uint16_t> expected(v.size());
+  v.resize(v.size() - 3);  // a count that leaves a remainder after the 8-wide vector loops
+  std::vector<uint16_t> want_f16(v.size()), want_bf16(v.size());
   int64_t mismatches = 0;
   for (size_t j = 0; j < v.size(); ++j) {
-    expected[j] = f16_from_double(static_cast<double>(v[j]));
-    if (detail::f16_bits(v[j]) != expected[j]) ++mismatches;
+    want_f16[j] = f16_from_double(static_cast<double>(v[j]));
+    want_bf16[j] = bf16_from_double(static_cast<double>(v[j]));
+    if (detail::f16_bits(v[j]) != want_f16[j] || detail::bf16_bits(v[j]) != want_bf16[j]) ++mismatches;
   }
   EXPECT_EQ(mismatches, 0);
   const math::Isa saved = math::isa();
@@ -436,7 +439,9 @@ TEST(MoeFinalizeRoutingV2GradEmu, f16_bits_equals_the_core_encoder) {
     math::set_isa(isa);
     std::vector<uint16_t> got(v.size());
     detail::floats_to_f16(v.data(), static_cast<int64_t>(v.size()), got.data());
-    EXPECT_EQ(got, expected) << math::isa_name(isa);
+    EXPECT_EQ(got, want_f16) << math::isa_name(isa);
+    detail::floats_to_bf16(v.data(), static_cast<int64_t>(v.size()), got.data());
+    EXPECT_EQ(got, want_bf16) << math::isa_name(isa);
   }
   math::set_isa(saved);
   // Hand-checked points: 65504 (max), 65519.996 -> 65504, 65520 -> Inf, 2^-25 -> 0 (tie to even),
