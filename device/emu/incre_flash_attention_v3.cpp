@@ -383,8 +383,6 @@ class Kernel {
     return lane[0];
   }
 
-  // One S2 tile [t0, t1) (k, v: its rows from t0) for every head of the group (§1.4.3 steps 1-5): scores (scale, pse, mask
-  // select), online softmax update, P cast (or MSD digits) and the fp32 PV accumulation.
   // Rows [ta, tb) of key or value of (b, n2) as float into buf (row t at (t - ta) * d).
   void load_rows(const char* name, int64_t b, int64_t n2, int64_t ta, int64_t tb, std::vector<float>& buf) const {
     const int64_t d = p_.head_dim;
@@ -392,6 +390,9 @@ class Kernel {
     for (int64_t t = ta; t < tb; ++t) kv_.row(name, b, n2, t, buf.data() + (t - ta) * d);
   }
 
+  // One S2 tile [t0, t1) of KV head n2 for every head of the group (§1.4.3 steps 1-5): scores (scale, pse, mask
+  // select), online softmax update, P cast (or MSD digits) and the fp32 PV accumulation; k and v are
+  // scratch for the K and V rows.
   void tile(int64_t b, int64_t n2, int64_t t0, int64_t t1, std::vector<HeadState>& heads, std::vector<float>& k,
             std::vector<float>& v) const {
     const int64_t d = p_.head_dim;
