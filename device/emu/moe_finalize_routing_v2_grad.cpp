@@ -59,20 +59,25 @@ uint16_t f16_bits(float v) {
   return static_cast<uint16_t>(sign | q);
 }
 
+// Whether the AVX2 + F16C paths below may run (math::isa(): the AVX2 and AVX-512 paths).
+bool vector_stores() { return math::isa() == math::Isa::kAvx2 || math::isa() == math::Isa::kAvx512; }
+
 // F16C's conversion with the rounding given in the instruction (RNE; MXCSR is not read) is the
-// IEEE one, NaN included (sign and top payload bits kept, quiet bit set): the same bits as f16_bits.
-__attribute__((target("avx2,f16c"))) void floats_to_f16_f16c(const float* v, int64_t n, uint16_t* dst) {
+// IEEE one, NaN included (sign and top payload bits kept, quiet bit set): the same bits as
+// f16_bits. Converts the first n - n % 8 elements; returns how many.
+__attribute__((target("avx2,f16c"))) int64_t floats_to_f16_f16c(const float* v, int64_t n, uint16_t* dst) {
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(v + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), h);
   }
-  for (; j < n; ++j) dst[j] = f16_bits(v[j]);
+  return j;
 }
 
 // bf16_bits on 8 lanes: the same integer operations, then a pack of the 16-bit results (each
-// <= 0xFFFF, so the unsigned saturation of packus never changes one).
-__attribute__((target("avx2"))) void floats_to_bf16_avx2(const float* v, int64_t n, uint16_t* dst) {
+// <= 0xFFFF, so the unsigned saturation of packus never changes one). Converts the first
+// n - n % 8 elements; returns how many.
+__attribute__((target("avx2"))) int64_t floats_to_bf16_avx2(const float* v, int64_t n, uint16_t* dst) {
   const __m256i one = _mm256_set1_epi32(1);
   const __m256i bias = _mm256_set1_epi32(0x7FFF);
   const __m256i magnitude = _mm256_set1_epi32(0x7FFFFFFF);
@@ -89,17 +94,17 @@ __attribute__((target("avx2"))) void floats_to_bf16_avx2(const float* v, int64_t
     const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), _mm256_castsi256_si128(packed));
   }
-  for (; j < n; ++j) dst[j] = bf16_bits(v[j]);
+  return j;
 }
 
+// The vector path takes whole groups of 8 and the scalar function the rest (every element on a
+// path without AVX2): one tail loop for both, so the ci tier's short rows exercise it everywhere.
 void floats_to_bf16(const float* v, int64_t n, uint16_t* dst) {
-  if (math::isa() == math::Isa::kAvx2 || math::isa() == math::Isa::kAvx512) return floats_to_bf16_avx2(v, n, dst);
-  for (int64_t j = 0; j < n; ++j) dst[j] = bf16_bits(v[j]);
+  for (int64_t j = vector_stores() ? floats_to_bf16_avx2(v, n, dst) : 0; j < n; ++j) dst[j] = bf16_bits(v[j]);
 }
 
 void floats_to_f16(const float* v, int64_t n, uint16_t* dst) {
-  if (math::isa() == math::Isa::kAvx2 || math::isa() == math::Isa::kAvx512) return floats_to_f16_f16c(v, n, dst);
-  for (int64_t j = 0; j < n; ++j) dst[j] = f16_bits(v[j]);
+  for (int64_t j = vector_stores() ? floats_to_f16_f16c(v, n, dst) : 0; j < n; ++j) dst[j] = f16_bits(v[j]);
 }
 
 }  // namespace detail
