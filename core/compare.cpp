@@ -302,8 +302,10 @@ OPGATE_HOT void add_finite(const OutputCheck& check, bool floating, const Elemen
     if (g > ref) ++n_pos;
     if (g < ref) ++n_neg;
     // The balance gate looks past the final rounding: errors against the correctly rounded
-    // reference, except at ties, where that rounding itself picks a side.
-    if (balance && g != er && !on_boundary(T, e, check.rounding)) {
+    // reference, except at ties, where that rounding itself picks a side (also ties reached
+    // through an intermediate rounding, check.ties_via).
+    if (balance && g != er && !on_boundary(T, e, check.rounding) &&
+        !(check.ties_via && on_boundary(T, round_to(*check.ties_via, e, check.rounding), check.rounding))) {
       const int sign = g > er ? 1 : -1;
       balance->add(i, sign, er == 0 ? 0 : (er > 0 ? sign : -sign));
     }

@@ -64,6 +64,11 @@ struct OutputCheck {
   // consecutive elements in the output's canonical layout whose errors may be correlated (e.g. the
   // D outputs of one attention head); 0 = rows and columns (core/error_balance.h).
   int64_t balance_cluster = 0;
+  // kBound with one final rounding: a dtype the kernel rounds its result to first, in the same mode,
+  // before the final rounding (an int8 output quantised through half). A value that lands on a tie
+  // of the final rounding there is a tie for the error-balance gate too: with round-half-away both
+  // times, every such element goes away from zero on a correct kernel.
+  std::optional<DType> ties_via;
   std::string reason;      // why this check and these numbers; printed in verbose reports
 };
 

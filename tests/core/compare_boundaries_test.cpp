@@ -146,6 +146,46 @@ TEST(CompareBoundaries, the_balance_gate_counts_representable_references_under_r
   EXPECT_FALSE(r.passed) << r.message;
 }
 
+TEST(CompareBoundaries, a_tie_reached_through_half_is_a_tie_for_the_balance_gate) {
+  // An int8 output quantised through half, both roundings half away from zero (IFA per-channel
+  // quantScale2): e = +-(k + 0.5 - 2^-12) for k = 1..100 lies within half an fp16 ulp (>= 2^-11
+  // at |e| >= 1) below the tie k + 0.5, so f16a(e) = k + 0.5 and i8a gives k + 1, one away from
+  // the correctly rounded k. Inside every bound (acc = 2^-8), but all 64 x 64 errors go away from
+  // zero: the gate fails them, unless the check says the kernel rounds through half first.
+  Tensor e = Tensor::zeros(DType::kF64, {64, 64});
+  Tensor g = Tensor::zeros(DType::kI8, {64, 64});
+  for (int64_t i = 0; i < e.numel(); ++i) {
+    const double k = static_cast<double>(1 + i % 100), sign = i % 2 == 0 ? 1.0 : -1.0;
+    e.set(i, sign * (k + 0.5 - 0x1p-12));
+    g.set(i, sign * (k + 1));
+  }
+  OutputCheck c = tolerance(DType::kI8, Standard::kBound);
+  c.rounding = Rounding::kHalfAway;
+  c.tol.c = 1;
+  c.tol.u_acc = 1;
+  c.tol.out_ulps = 0.5;
+  const Tensor mag = Tensor::full(DType::kF64, {64, 64}, 0x1p-8);
+  const CompareResult plain = compare_output(c, e, g, mag, Tensor());
+  EXPECT_EQ(plain.metrics.mismatches, 0);
+  EXPECT_EQ(plain.metrics.balance_away, 64 * 64);
+  EXPECT_FALSE(plain.passed) << plain.message;
+  c.ties_via = DType::kF16;
+  const CompareResult via = compare_output(c, e, g, mag, Tensor());
+  EXPECT_EQ(via.metrics.balance_away, 0);
+  EXPECT_TRUE(via.passed) << via.message;
+  // Only what half rounds onto a tie is excused: e = k + 0.01, 0.49 below the tie, stays k + 0.01
+  // in half (spacing <= 2^-5 below 64), and devices all one above it are still caught.
+  Tensor far = Tensor::zeros(DType::kF64, {64, 64});
+  Tensor far_g = Tensor::zeros(DType::kI8, {64, 64});
+  for (int64_t i = 0; i < far.numel(); ++i) {
+    far.set(i, 2.01 + static_cast<double>(i % 50));  // correctly rounded: 2..51
+    far_g.set(i, 3 + static_cast<double>(i % 50));
+  }
+  const CompareResult up = compare_output(c, far, far_g, Tensor::full(DType::kF64, {64, 64}, 1.0), Tensor());
+  EXPECT_EQ(up.metrics.balance_pos, 64 * 64);
+  EXPECT_FALSE(up.passed) << up.message;
+}
+
 TEST(CompareBoundaries, the_vacuity_move_leaves_a_toward_zero_interval_built_from_the_magnitude) {
   // As VacuityPerturbation.a_toward_zero_bound_is_left_past_its_rounded_interval, with a realistic
   // unit (u_acc = 2^-24, so acc = 0.15u comes from a magnitude of 0.15u * 2^24): the accepted
