@@ -15,6 +15,7 @@
 #include "core/parallel.h"
 #include "reference/math/shared_round.h"
 #include "reference/math/shared_simd.h"
+#include "core/vector_memory.h"
 
 // The vector helpers are always inlined, so their vector arguments never cross a call.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -88,18 +89,8 @@ typedef float F8 __attribute__((vector_size(32)));
 typedef float F16 __attribute__((vector_size(64)));
 constexpr int64_t kKcF = 256;
 
-#define OPGATE_INLINE inline __attribute__((always_inline))
-
-template <typename V>
-OPGATE_INLINE V load(const float* p) {
-  V v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <typename V>
-OPGATE_INLINE void store(float* p, V v) {
-  std::memcpy(p, &v, sizeof v);
-}
+using vec::load;
+using vec::store;
 
 template <typename V, int kMr, int kNv>
 OPGATE_INLINE void tile_f32(const float* ap, const float* bp, int64_t kc, float* c, int64_t ldc, int64_t mr,
@@ -221,17 +212,6 @@ int64_t panel_width(math::Isa isa) {
   return isa == math::Isa::kAvx512 ? 64 : isa == math::Isa::kAvx2 ? 16 : 8;
 }
 
-template <typename V>
-OPGATE_INLINE V load_u(const uint32_t* p) {
-  V v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <typename V>
-OPGATE_INLINE void store_u(uint32_t* p, V v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
 // c[r][j] += sum_{k < kc} a[r * lda + k] * bp[k * kNr + j] for r < mr, j < nr. Rows past mr read
 // row mr - 1 again (their sums land in the discarded part of the edge tile).
 template <typename V, int kMr, int kNv>
@@ -248,18 +228,18 @@ OPGATE_INLINE void tile_i32(const int32_t* a, int64_t lda, int64_t mr, const uin
   for (int r = 0; r < kMr; ++r) row[r] = a + std::min<int64_t>(r, mr - 1) * lda;
   V acc[kMr][kNv];
   for (int r = 0; r < kMr; ++r) {
-    for (int v = 0; v < kNv; ++v) acc[r][v] = load_u<V>(dst + r * ld + kLanes * v);
+    for (int v = 0; v < kNv; ++v) acc[r][v] = load<V>(dst + r * ld + kLanes * v);
   }
   for (int64_t k = 0; k < kc; ++k) {
     V bv[kNv];
-    for (int v = 0; v < kNv; ++v) bv[v] = load_u<V>(bp + k * kNr + kLanes * v);
+    for (int v = 0; v < kNv; ++v) bv[v] = load<V>(bp + k * kNr + kLanes * v);
     for (int r = 0; r < kMr; ++r) {
       const auto av = static_cast<uint32_t>(row[r][k]);
       for (int v = 0; v < kNv; ++v) acc[r][v] += bv[v] * av;
     }
   }
   for (int r = 0; r < kMr; ++r) {
-    for (int v = 0; v < kNv; ++v) store_u<V>(dst + r * ld + kLanes * v, acc[r][v]);
+    for (int v = 0; v < kNv; ++v) store<V>(dst + r * ld + kLanes * v, acc[r][v]);
   }
   for (int64_t r = 0; !full && r < mr; ++r) std::copy_n(edge + r * kNr, nr, c + r * ldc);
 }

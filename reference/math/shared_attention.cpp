@@ -3,6 +3,7 @@
 // extensions, 8 doubles = one zmm) that read fp16/bf16 rows in place, templated on the row type
 // and on how many heads / column vectors stay in registers.
 #include "reference/math/shared_attention.h"
+#include "core/vector_memory.h"
 
 #include <immintrin.h>
 
@@ -87,7 +88,6 @@ const AttentionKernels kAttention_avx2 = tiled_kernels<Isa::kAvx2>();
 typedef double V8 __attribute__((vector_size(64)));
 typedef int64_t I8 __attribute__((vector_size(64)));
 
-#define OPGATE_INLINE inline __attribute__((always_inline))
 
 OPGATE_INLINE V8 load8(const double* p) {
   V8 v;

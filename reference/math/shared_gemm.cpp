@@ -5,6 +5,7 @@
 // vectors of the path's width; every lane is one output element's own sum, so the order of its
 // operations is the scalar loop's. Partial sums wait in `c` between k blocks (exact: a double).
 #include "reference/math/shared_gemm.h"
+#include "core/vector_memory.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,18 +26,8 @@ typedef double V2 __attribute__((vector_size(16)));
 typedef double V4 __attribute__((vector_size(32)));
 typedef double V8 __attribute__((vector_size(64)));
 
-#define OPGATE_INLINE inline __attribute__((always_inline))
-
-template <typename V>
-OPGATE_INLINE V load(const double* p) {
-  V v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <typename V>
-OPGATE_INLINE void store(double* p, V v) {
-  std::memcpy(p, &v, sizeof v);
-}
+using vec::load;
+using vec::store;
 
 // An element of b as a double: itself, or the exact value of an fp16 / bf16 pattern from `tab`.
 template <typename T>

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/vector_memory.h"
 
 // The vector helpers below are always inlined, so their vector arguments never cross a call.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -97,7 +98,6 @@ void halves_to_double_scalar(const uint16_t* src, int64_t count, bool bf16, doub
 typedef double V8 __attribute__((vector_size(64)));
 typedef int64_t I8 __attribute__((vector_size(64)));
 
-#define OPGATE_INLINE inline __attribute__((always_inline))
 
 OPGATE_INLINE V8 load8(const double* p) {
   V8 v;
