@@ -63,16 +63,6 @@ NormalRange normal_range(DType T) {
     default: return {};
   }
 }
-uint64_t bits_of(double v) {
-  uint64_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-}
-double from_bits(uint64_t b) {
-  double v;
-  std::memcpy(&v, &b, sizeof v);
-  return v;
-}
 int exponent_of(uint64_t bits) { return static_cast<int>((bits >> 52) & 0x7FF) - 1023; }
 
 // Called per element of every output: always inlined.
@@ -80,7 +70,7 @@ int exponent_of(uint64_t bits) { return static_cast<int>((bits >> 52) & 0x7FF) -
 
 OPGATE_HOT double fast_round(DType T, double v, Rounding r) {
   const NormalRange f = normal_range(T);
-  const uint64_t b = bits_of(v);
+  const uint64_t b = double_bits(v);
   if (exponent_of(b) >= f.emin && exponent_of(b) <= f.emax) {
     // Round the magnitude's bits below the format's last fraction bit; a carry moves the exponent.
     const uint64_t unit = uint64_t{1} << (52 - f.frac_bits);
@@ -90,15 +80,15 @@ OPGATE_HOT double fast_round(DType T, double v, Rounding r) {
     // Bitwise, not short-circuit: the operands are random bits, so a branch would mispredict.
     const bool tie_up = (r == Rounding::kHalfAway) | ((out & unit) != 0);
     out += unit * static_cast<uint64_t>((r != Rounding::kTowardZero) & ((rest > half) | ((rest == half) & tie_up)));
-    if (exponent_of(out) <= f.emax) return from_bits(out);  // else it overflows: the general path
+    if (exponent_of(out) <= f.emax) return double_from_bits(out);  // else it overflows: the general path
   }
   return round_to(T, v, r);
 }
 
 OPGATE_HOT double fast_ulp(DType T, double x) {
   const NormalRange f = normal_range(T);
-  const int e = exponent_of(bits_of(x));
-  if (e >= f.emin && e <= f.emax) return from_bits(static_cast<uint64_t>(e - f.frac_bits + 1023) << 52);
+  const int e = exponent_of(double_bits(x));
+  if (e >= f.emin && e <= f.emax) return double_from_bits(static_cast<uint64_t>(e - f.frac_bits + 1023) << 52);
   return ulp(T, x);
 }
 

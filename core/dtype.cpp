@@ -34,18 +34,6 @@ constexpr BinaryFormat kBF16Format{8, 8};
 
 constexpr uint64_t kDoubleFracMask = (uint64_t{1} << 52) - 1;
 
-uint64_t double_bits(double v) {
-  uint64_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-}
-
-double double_from_bits(uint64_t b) {
-  double v;
-  std::memcpy(&v, &b, sizeof v);
-  return v;
-}
-
 // 2^k for k in [-1074, 1023], built from bits so it is exact without libm.
 double exact_pow2(int k) {
   if (k >= -1022) return double_from_bits(static_cast<uint64_t>(k + 1023) << 52);

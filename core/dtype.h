@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -50,6 +51,18 @@ double f16_to_double(uint16_t bits);
 uint16_t bf16_from_double(double v, Rounding r = Rounding::kNearestEven);
 double bf16_to_double(uint16_t bits);
 float f32_from_double(double v, Rounding r = Rounding::kNearestEven);
+
+// A double's IEEE 754 bit pattern, and the double of a pattern (by memcpy: no aliasing UB).
+inline uint64_t double_bits(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+inline double double_from_bits(uint64_t b) {
+  double v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
 
 // Writes `v` into the element at `dst` in dtype `t`, rounding with `r`.
 void store_element(DType t, void* dst, double v, Rounding r = Rounding::kNearestEven);

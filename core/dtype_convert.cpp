@@ -18,12 +18,6 @@
 namespace opgate {
 namespace {
 
-uint64_t bits_of(double v) {
-  uint64_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-}
-
 // Round-to-nearest-even of a double to a binary format with `mant` stored bits and exponent bias
 // `bias`, when the result is normal or overflows by rounding: the double's bit pattern, re-biased,
 // is an integer whose top bits are the target pattern and whose low 52 - mant bits are the
@@ -57,13 +51,13 @@ template <class Format>
 void store_narrow(const double* src, int64_t n, uint16_t* dst) {
   bool any_slow = false;
   for (int64_t i = 0; i < n; ++i) {
-    const uint64_t b = bits_of(src[i]);
+    const uint64_t b = double_bits(src[i]);
     dst[i] = static_cast<uint16_t>(Format::encode(b));
     any_slow |= !Format::fast(b);
   }
   if (!any_slow) return;
   for (int64_t i = 0; i < n; ++i) {
-    if (!Format::fast(bits_of(src[i]))) {
+    if (!Format::fast(double_bits(src[i]))) {
       store_element(std::is_same_v<Format, Bf16> ? DType::kBF16 : DType::kF16, dst + i, src[i]);
     }
   }

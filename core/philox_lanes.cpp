@@ -19,12 +19,6 @@ namespace opgate {
 namespace philox_lanes {
 namespace {
 
-constexpr uint32_t kM0 = 0xD2511F53;
-constexpr uint32_t kM1 = 0xCD9E8D57;
-constexpr uint32_t kW0 = 0x9E3779B9;
-constexpr uint32_t kW1 = 0xBB67AE85;
-constexpr int kRounds = 10;
-
 void reduce_lane(Reduce reduce, uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, uint64_t& out) {
   if (reduce == Reduce::kLow64) {
     out = static_cast<uint64_t>(w0) | (static_cast<uint64_t>(w1) << 32);

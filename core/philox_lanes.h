@@ -9,6 +9,14 @@
 
 namespace opgate::philox_lanes {
 
+// Philox4x32-10's multipliers, Weyl key increments and rounds (Salmon et al., SC'11), shared by
+// the scalar philox4x32_10 and the vector paths.
+constexpr uint32_t kM0 = 0xD2511F53;
+constexpr uint32_t kM1 = 0xCD9E8D57;
+constexpr uint32_t kW0 = 0x9E3779B9;
+constexpr uint32_t kW1 = 0xBB67AE85;
+constexpr int kRounds = 10;
+
 // What each 4-word block becomes in out[i].
 enum class Reduce : uint8_t {
   kLow64,   // out[i] = w0 | w1 << 32 (CounterRng::bits)

@@ -26,11 +26,6 @@
 namespace opgate {
 namespace {
 
-constexpr uint32_t kPhiloxM0 = 0xD2511F53;
-constexpr uint32_t kPhiloxM1 = 0xCD9E8D57;
-constexpr uint32_t kPhiloxW0 = 0x9E3779B9;
-constexpr uint32_t kPhiloxW1 = 0xBB67AE85;
-
 constexpr uint64_t kGolden64 = 0x9E3779B97F4A7C15;
 constexpr uint64_t kNormalDraw = uint64_t{1} << 32;
 constexpr int kIrwinHallTerms = 12;
@@ -102,13 +97,13 @@ struct IntegerRange {
 }  // namespace
 
 std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key) {
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < philox_lanes::kRounds; ++round) {
     if (round > 0) {
-      key[0] += kPhiloxW0;
-      key[1] += kPhiloxW1;
+      key[0] += philox_lanes::kW0;
+      key[1] += philox_lanes::kW1;
     }
-    const uint64_t p0 = static_cast<uint64_t>(kPhiloxM0) * ctr[0];
-    const uint64_t p1 = static_cast<uint64_t>(kPhiloxM1) * ctr[2];
+    const uint64_t p0 = static_cast<uint64_t>(philox_lanes::kM0) * ctr[0];
+    const uint64_t p1 = static_cast<uint64_t>(philox_lanes::kM1) * ctr[2];
     const auto hi0 = static_cast<uint32_t>(p0 >> 32);
     const auto lo0 = static_cast<uint32_t>(p0);
     const auto hi1 = static_cast<uint32_t>(p1 >> 32);

@@ -4,6 +4,7 @@
 // and on how many heads / column vectors stay in registers.
 #include "reference/math/shared_attention.h"
 #include "core/vector_memory.h"
+#include "reference/math/shared_v8.h"
 
 #include <immintrin.h>
 
@@ -85,17 +86,7 @@ const AttentionKernels kAttention_avx2 = tiled_kernels<Isa::kAvx2>();
 
 // ---- vector formulation -------------------------------------------------------------------------
 
-typedef double V8 __attribute__((vector_size(64)));
-typedef int64_t I8 __attribute__((vector_size(64)));
-
-
-OPGATE_INLINE V8 load8(const double* p) {
-  V8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-OPGATE_INLINE void store8(double* p, V8 v) { std::memcpy(p, &v, sizeof v); }
-OPGATE_INLINE V8 abs8(V8 v) { return reinterpret_cast<V8>(reinterpret_cast<I8>(v) & INT64_MAX); }
+// V8, load8, store8 and abs8: reference/math/shared_v8.h.
 OPGATE_INLINE V8 zero8() { return V8{0, 0, 0, 0, 0, 0, 0, 0}; }
 // a in every lane by a shuffle (no arithmetic, so NaN payloads pass unchanged): one broadcast.
 OPGATE_INLINE V8 bcast8(double a) {

@@ -14,6 +14,7 @@
 
 #include "core/dtype.h"
 #include "core/vector_memory.h"
+#include "reference/math/shared_v8.h"
 
 // The vector helpers below are always inlined, so their vector arguments never cross a call.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -95,17 +96,7 @@ void halves_to_double_scalar(const uint16_t* src, int64_t count, bool bf16, doub
 
 // ---- vector formulation -------------------------------------------------------------------------
 
-typedef double V8 __attribute__((vector_size(64)));
-typedef int64_t I8 __attribute__((vector_size(64)));
-
-
-OPGATE_INLINE V8 load8(const double* p) {
-  V8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-OPGATE_INLINE void store8(double* p, V8 v) { std::memcpy(p, &v, sizeof v); }
-OPGATE_INLINE V8 abs8(V8 v) { return reinterpret_cast<V8>(reinterpret_cast<I8>(v) & INT64_MAX); }
+// V8, load8, store8 and abs8: reference/math/shared_v8.h.
 // A vector-scalar operation broadcasts the scalar (one instruction; an initialiser list of 8 copies
 // becomes 8 masked broadcasts). 1 * a == a for every a, -0 and the infinities included.
 OPGATE_INLINE V8 splat8(double a) { return V8{1, 1, 1, 1, 1, 1, 1, 1} * a; }

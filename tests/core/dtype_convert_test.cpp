@@ -18,18 +18,6 @@
 namespace opgate {
 namespace {
 
-double from_bits(uint64_t b) {
-  double v;
-  std::memcpy(&v, &b, sizeof v);
-  return v;
-}
-
-uint64_t bits_of(double v) {
-  uint64_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-}
-
 // Adds v, its negation, and the doubles one step above and below each.
 void add_with_neighbours(std::vector<double>& out, double v) {
   for (double s : {v, -v}) {
@@ -57,8 +45,8 @@ std::vector<double> edge_values() {
   // NaNs: quiet, signalling with payload only in the low bits, payload in the top bits, both signs.
   for (uint64_t nan : {0x7FF8000000000000ull, 0x7FF0000000000001ull, 0x7FF4000000000000ull, 0x7FFFFFFFFFFFFFFFull,
                        0x7FF0000020000000ull, 0x7FF0100000000000ull}) {
-    v.push_back(from_bits(nan));
-    v.push_back(from_bits(nan | (uint64_t{1} << 63)));
+    v.push_back(double_from_bits(nan));
+    v.push_back(double_from_bits(nan | (uint64_t{1} << 63)));
   }
   return v;
 }
@@ -87,7 +75,7 @@ std::vector<double> all_16_bit_values_and_ties(DType t) {
 std::vector<double> random_values() {
   std::mt19937_64 gen(20261201);
   std::vector<double> v;
-  for (int i = 0; i < 20000; ++i) v.push_back(from_bits(gen()));  // any exponent, NaNs included
+  for (int i = 0; i < 20000; ++i) v.push_back(double_from_bits(gen()));  // any exponent, NaNs included
   std::normal_distribution<double> normal(0.0, 1.0);
   for (int i = 0; i < 20000; ++i) v.push_back(normal(gen) * std::ldexp(1.0, static_cast<int>(gen() % 80) - 40));
   for (int i = 0; i < 5000; ++i) v.push_back(static_cast<double>(static_cast<int64_t>(gen() % 600) - 300));
@@ -103,7 +91,7 @@ void expect_same_as_set(DType t, Rounding r, const std::vector<double>& values) 
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(got.bits(i), expected.bits(i))
         << dtype_name(t) << " rounding " << static_cast<int>(r) << " value " << values[static_cast<size_t>(i)]
-        << " (double bits 0x" << std::hex << bits_of(values[static_cast<size_t>(i)]) << ")";
+        << " (double bits 0x" << std::hex << double_bits(values[static_cast<size_t>(i)]) << ")";
   }
 }
 

@@ -18,12 +18,6 @@ constexpr Rounding kAway = Rounding::kHalfAway;
 constexpr Rounding kTrunc = Rounding::kTowardZero;
 constexpr Rounding kAllModes[] = {kRne, kAway, kTrunc};
 
-double from_bits(uint64_t b) {
-  double v;
-  std::memcpy(&v, &b, sizeof v);
-  return v;
-}
-
 uint32_t f32_bits(float f) {
   uint32_t b;
   std::memcpy(&b, &f, sizeof b);
@@ -210,10 +204,10 @@ TEST(F16Convert, nan_is_quiet_and_keeps_sign_and_payload) {
   EXPECT_EQ(f16_from_double(std::numeric_limits<double>::quiet_NaN()), 0x7E00);
   EXPECT_EQ(f16_from_double(-std::numeric_limits<double>::quiet_NaN()), 0xFE00);
   // Double fraction 0x8_0000_0000_0000 | 0x155 << 42: its top 10 bits are 0x200 | 0x155 = 0x355.
-  EXPECT_EQ(f16_from_double(from_bits(0x7FF8000000000000ull | (0x155ull << 42))), 0x7F55);
+  EXPECT_EQ(f16_from_double(double_from_bits(0x7FF8000000000000ull | (0x155ull << 42))), 0x7F55);
   // A signalling NaN whose payload sits only in the dropped low bits becomes the quiet NaN.
-  EXPECT_EQ(f16_from_double(from_bits(0x7FF0000000000001ull)), 0x7E00);
-  EXPECT_EQ(f16_from_double(from_bits(0xFFF0000000000001ull), kTrunc), 0xFE00);
+  EXPECT_EQ(f16_from_double(double_from_bits(0x7FF0000000000001ull)), 0x7E00);
+  EXPECT_EQ(f16_from_double(double_from_bits(0xFFF0000000000001ull), kTrunc), 0xFE00);
 }
 
 TEST(BF16Convert, hand_values) {
@@ -425,7 +419,7 @@ double random_probe(std::mt19937_64& gen, double (*to_double)(uint16_t), uint16_
   } else {
     const int exp = min_exp + static_cast<int>(gen() % static_cast<uint64_t>(max_exp - min_exp + 1));
     const uint64_t bits = (static_cast<uint64_t>(exp + 1023) << 52) | (gen() >> 12);
-    v = from_bits(bits);
+    v = double_from_bits(bits);
   }
   return negative ? -v : v;
 }
@@ -459,7 +453,7 @@ TEST(F32Convert, matches_hardware_rounding_on_random_doubles) {
   const float inf = std::numeric_limits<float>::infinity();
   for (int i = 0; i < 200000; ++i) {
     const int exp = -155 + static_cast<int>(gen() % 286);  // 2^-155 .. 2^130
-    double v = from_bits((static_cast<uint64_t>(exp + 1023) << 52) | (gen() >> 12));
+    double v = double_from_bits((static_cast<uint64_t>(exp + 1023) << 52) | (gen() >> 12));
     if ((gen() & 3) == 0) v = static_cast<double>(static_cast<float>(v)) * (1.0 + 0x1p-24);  // near ties
     if ((gen() & 1) != 0) v = -v;
     const float nearest = static_cast<float>(v);

@@ -9,16 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include "core/dtype.h"
 #include "core/rng.h"
 
 namespace opgate {
 namespace {
-
-uint64_t bits_of(double v) {
-  uint64_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-}
 
 // Restores the default path when a test ends, so other tests see the dispatcher's choice.
 class RngPathScope {
@@ -84,9 +79,9 @@ TEST(RngBlocks, every_path_matches_the_scalar_calls) {
             const uint64_t index = first + static_cast<uint64_t>(i);
             const auto k = static_cast<size_t>(i);
             ASSERT_EQ(b[k], rng.bits(index));
-            ASSERT_EQ(bits_of(u[k]), bits_of(rng.uniform(index)));
-            ASSERT_EQ(bits_of(r[k]), bits_of(rng.uniform(index, -1.7320508075688772, 1.7320508075688772)));
-            ASSERT_EQ(bits_of(z[k]), bits_of(rng.normal(index)));
+            ASSERT_EQ(double_bits(u[k]), double_bits(rng.uniform(index)));
+            ASSERT_EQ(double_bits(r[k]), double_bits(rng.uniform(index, -1.7320508075688772, 1.7320508075688772)));
+            ASSERT_EQ(double_bits(z[k]), double_bits(rng.normal(index)));
           }
           // Nothing past the run is written.
           EXPECT_EQ(b.back(), 7u);

@@ -1,0 +1,27 @@
+// The eight-double vector of the references' AVX-512 kernels (GCC vector extension) with its load,
+// store and absolute value, shared by shared_simd.cpp and shared_attention.cpp. Always inlined into
+// their target("avx512f") callers, which is where the vector ISA is chosen.
+#pragma once
+
+#include <cstdint>
+
+#include "core/vector_memory.h"
+
+// Vectors pass by value only between always-inlined functions of one translation unit (see
+// core/vector_memory.h).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace opgate::math {
+
+typedef double V8 __attribute__((vector_size(64)));
+typedef int64_t I8 __attribute__((vector_size(64)));
+
+OPGATE_INLINE V8 load8(const double* p) { return vec::load<V8>(p); }
+OPGATE_INLINE void store8(double* p, V8 v) { vec::store(p, v); }
+// |v| by clearing the sign bits: exact for every value, NaN payloads kept.
+OPGATE_INLINE V8 abs8(V8 v) { return reinterpret_cast<V8>(reinterpret_cast<I8>(v) & INT64_MAX); }
+
+}  // namespace opgate::math
+
+#pragma GCC diagnostic pop
