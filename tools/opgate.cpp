@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 
 #include "core/case.h"
+#include "core/isa.h"
 #include "core/version.h"
+#include "reference/math/shared_simd.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 
@@ -34,12 +36,21 @@ uint64_t parse_bytes(const std::string& text) {
   return static_cast<uint64_t>(n) << shift;
 }
 
+// The version, and the architecture and vector paths this binary runs here: on a Kunpeng host
+// "aarch64 ... neon", so a report's numbers can be tied to the kernels that computed them.
+std::string version_text() {
+  std::string paths;
+  for (opgate::Isa isa : opgate::supported_isas()) paths += std::string(paths.empty() ? "" : " ") + opgate::isa_name(isa);
+  return std::string(opgate::harness_version()) + "\n" + opgate::arch_name() + ": vector paths " + paths +
+         " (references use " + opgate::isa_name(opgate::math::isa()) + ", OPGATE_ISA pins another)";
+}
+
 int run_cli(int argc, char** argv) {
   CLI::App app{std::string("opgate ") + opgate::harness_version() +
                ": golden-reference validation and fuzzing harness for Ascend aclnn operators",
                "opgate"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string(opgate::harness_version()));
+  app.set_version_flag("--version", version_text());
   // Sub-commands inherit fallthrough, so `opgate golden regen --max-case-bytes 2G` reaches this.
   app.fallthrough();
   std::string max_case_bytes;

@@ -227,5 +227,15 @@ check "the shrunk case reproduces the failure" test $? -eq 1
 check "the shrunk case passes without the defect" test $? -eq 0
 expect_error 2 "does not fail on emu" shrink "$WORK/big.json" --backend emu
 
+# --- --version: the commit, then the architecture and the vector paths this binary runs here ---
+"$OPGATE" --version >"$WORK/version.txt" 2>&1
+check "--version names the harness version" grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+\+g' "$WORK/version.txt"
+check "--version names the architecture and its paths, scalar first" \
+  grep -Eq '^(x86_64|aarch64): vector paths scalar( [a-z0-9]+)+ \(references use [a-z0-9]+' "$WORK/version.txt"
+check "--version: the baseline vector path of the architecture is listed" \
+  grep -Eq '^(x86_64: vector paths scalar sse2|aarch64: vector paths scalar neon)' "$WORK/version.txt"
+OPGATE_ISA=scalar "$OPGATE" --version >"$WORK/version_scalar.txt" 2>&1
+check "OPGATE_ISA=scalar pins the references' path" grep -q '(references use scalar' "$WORK/version_scalar.txt"
+
 echo "cli tests: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]
