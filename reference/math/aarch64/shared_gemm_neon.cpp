@@ -1,7 +1,7 @@
 // shared_gemm.h's product on NEON, aarch64's baseline (no target attribute): the blocked
-// formulation (shared_gemm_vec.h) in q registers of 2 doubles, a 4 x 8 register tile (accumulators
-// in 16 of the 32 q registers, the panel's 8 columns in 4 more; 6 x 8 would leave too few for the
-// products and the broadcast rows of `a`). Separate FMUL and FADD (-ffp-contract=off): no FMLA.
+// formulation (shared_gemm_vec.h) in q registers of 2 doubles, a 4 x 8 register tile: 16 of the 32
+// q registers hold accumulators, 4 the panel's row. (GCC 12 keeps it in registers but one; a 6 x 8
+// tile spills 11 q registers per k step.) Separate FMUL and FADD (-ffp-contract=off): no FMLA.
 #include "reference/math/shared_gemm_vec.h"
 
 namespace opgate::math {
