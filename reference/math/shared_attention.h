@@ -2,12 +2,14 @@
 // path of shared_simd.h's isa()). They read key/value rows directly from the cache (fp16/bf16
 // bits, converted exactly) or from double rows, and each output element is the same sequence of
 // rounded operations as shared_simd.h's dot8_abs, scaled_add and deviation_add applied row by
-// row; the scalar, SSE2 and AVX2 paths are exactly that, the AVX-512 path vectorises across
-// heads, columns and the lanes of one fixed-lane dot product (never inside one sum, no FMA). So
-// every path gives the same bits; tests/reference/shared_attention_test.cpp compares them.
+// row; the scalar, SSE2, AVX2 and NEON paths are exactly that (the "tiled" kernels over that
+// path's shared_simd kernels), the AVX-512 path vectorises across heads, columns and the lanes of
+// one fixed-lane dot product (never inside one sum, no FMA). So every path gives the same bits;
+// tests/reference/shared_attention_test.cpp compares them.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "reference/math/shared_simd.h"
 
@@ -40,5 +42,13 @@ struct AttentionKernels {
 // The kernels of a path (an unsupported path gives the widest supported one's).
 const AttentionKernels& attention_kernels(Isa isa);
 inline const AttentionKernels& attention_kernels() { return attention_kernels(isa()); }
+// The paths this build and CPU run these kernels on, scalar first (tests iterate them).
+std::vector<Isa> attention_isas();
+
+// The register-blocked paths' tables, each defined in reference/math/<arch>/
+// shared_attention_<isa>.cpp (only the build architecture's exist).
+namespace attention_paths {
+extern const AttentionKernels avx512;
+}  // namespace attention_paths
 
 }  // namespace opgate::math

@@ -1,8 +1,7 @@
-// halves_to_float: F16C (fp16) or a 16-bit shift (bf16) into float, both exact; blocks of 8 holding
-// an Inf or NaN pattern take the table of core/dtype.h's values.
+// halves_to_float: the table of core/dtype.h's exact values (scalar, and SSE2, which has no half
+// conversion) and the dispatch table over the vector paths (reference/math/<arch>/
+// shared_half_<isa>.cpp).
 #include "reference/math/shared_half.h"
-
-#include <immintrin.h>
 
 #include "reference/math/shared_simd.h"
 
@@ -14,28 +13,35 @@ void halves_to_float_table(const uint16_t* src, int64_t count, bool bf16, float*
   for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<float>(tab[src[i]]);
 }
 
-__attribute__((target("avx2,f16c"))) void halves_to_float_f16c(const uint16_t* src, int64_t count, bool bf16,
-                                                               float* dst) {
-  const __m128i magnitude = _mm_set1_epi16(0x7FFF);
-  const __m128i finite_max = _mm_set1_epi16(static_cast<int16_t>(bf16 ? 0x7F7F : 0x7BFF));
-  int64_t i = 0;
-  for (; i + 8 <= count; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    if (_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, magnitude), finite_max)) != 0) {
-      halves_to_float_table(src + i, 8, bf16, dst + i);
-      continue;
-    }
-    const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
-    _mm256_storeu_ps(dst + i, f);
-  }
-  halves_to_float_table(src + i, count - i, bf16, dst + i);
-}
+const HalfKernels kHalf_table = {halves_to_float_table};
+
+// One row per path of this architecture (OPGATE_ARCH_*: the files CMake compiles).
+const IsaRow<HalfKernels> kRows[] = {
+    {Isa::kScalar, &kHalf_table},
+#if OPGATE_ARCH_X86_64
+    {Isa::kSse2, &kHalf_table},
+    {Isa::kAvx2, &half_paths::avx2},
+    {Isa::kAvx512, &half_paths::avx2},  // 8 halves widen into one ymm: AVX2's conversion is AVX-512's
+#elif OPGATE_ARCH_AARCH64
+    {Isa::kNeon, &half_paths::neon},
+#endif
+};
 
 }  // namespace
 
 void halves_to_float(const uint16_t* src, int64_t count, bool bf16, float* dst) {
-  if (isa() == Isa::kAvx2 || isa() == Isa::kAvx512) return halves_to_float_f16c(src, count, bf16, dst);
-  halves_to_float_table(src, count, bf16, dst);
+  // Called per row of an emulator: the row of the current path is looked up again only when the
+  // path changes.
+  thread_local Isa path = Isa::kScalar;
+  thread_local const HalfKernels* row = nullptr;
+  const Isa now = isa();
+  if (row == nullptr || now != path) {
+    row = &pick(kRows, now);
+    path = now;
+  }
+  row->to_float(src, count, bf16, dst);
 }
+
+std::vector<Isa> half_isas() { return table_isas(kRows); }
 
 }  // namespace opgate::math

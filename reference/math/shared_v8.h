@@ -1,6 +1,7 @@
-// The eight-double vector of the references' AVX-512 kernels (GCC vector extension) with its load,
-// store and absolute value, shared by shared_simd.cpp and shared_attention.cpp. Always inlined into
-// their target("avx512f") callers, which is where the vector ISA is chosen.
+// The eight-double vector (GCC vector extension, no intrinsics) with its load, store and absolute
+// value, shared by the vector formulations shared_simd_vec.h and shared_attention_vec.h. Always
+// inlined into their path functions (reference/math/<arch>/*_<isa>.cpp), which is where the vector
+// ISA is chosen: one zmm on AVX-512, two ymm on AVX2, four xmm or q registers on SSE2 and NEON.
 #pragma once
 
 #include <cstdint>

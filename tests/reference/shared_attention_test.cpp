@@ -4,9 +4,11 @@
 // fp16, bf16 and double rows with tails, head-block remainders, signed zeros, subnormals, Inf and NaN.
 #include "reference/math/shared_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -17,8 +19,6 @@
 
 namespace opgate::math {
 namespace {
-
-constexpr Isa kAllPaths[] = {Isa::kScalar, Isa::kSse2, Isa::kAvx2, Isa::kAvx512};
 
 // NaNs compare as one value (see shared_simd_test.cpp); everything else bit for bit.
 uint64_t bits(double v) {
@@ -89,7 +89,7 @@ TEST(SharedAttention, ScoresFollowTheDot8LanesAndTree) {
   std::vector<double> q10(10);
   for (int i = 0; i < 10; ++i) q10[static_cast<size_t>(i)] = i + 1;
   const std::vector<uint16_t> half_ones(10, 0x3C00);
-  for (Isa isa : kAllPaths) {
+  for (Isa isa : attention_isas()) {
     std::vector<double> dot(10, -1), mag(10, -1);
     attention_kernels(isa).scores(q.data(), 5, ones.data(), RowType::kF64, 2, 8, dot.data(), mag.data());
     for (double d : dot) EXPECT_EQ(d, 0x1p53 + 2) << isa_name(isa);
@@ -110,7 +110,7 @@ TEST(SharedAttention, WeightedRowsAndDeviationByHand) {
     rows[static_cast<size_t>(n + i)] = bf16_from_double(i % 2 == 0 ? 3.0 : 4.0);
   }
   const std::vector<double> p = {0.5, 2.0, 1.0, -1.0};  // [row][head]
-  for (Isa isa : kAllPaths) {
+  for (Isa isa : attention_isas()) {
     std::vector<double> acc(2 * n, 0.0);
     std::vector<char> flags(2, 0);
     attention_kernels(isa).weighted_rows(acc.data(), 2, p.data(), rows.data(), RowType::kBF16, 2, n, flags.data());
@@ -143,8 +143,7 @@ TEST(SharedAttention, WeightedRowsAndDeviationByHand) {
 TEST(SharedAttention, EveryPathMatchesTheSharedSimdFormulationBitForBit) {
   const Kernels& simd = kernels(Isa::kScalar);
   int checked = 0;
-  for (Isa isa : kAllPaths) {
-    if (!isa_supported(isa)) continue;
+  for (Isa isa : attention_isas()) {
     ++checked;
     const AttentionKernels& k = attention_kernels(isa);
     for (RowType type : {RowType::kF64, RowType::kF16, RowType::kBF16}) {
@@ -211,7 +210,7 @@ TEST(SharedAttention, EveryPathMatchesTheSharedSimdFormulationBitForBit) {
       }
     }
   }
-  EXPECT_GE(checked, 2) << "scalar and SSE2 run on every x86-64";
+  EXPECT_GE(checked, 2) << "scalar and the baseline vector path (x86-64 SSE2, aarch64 NEON) run on every CPU";
 }
 
 TEST(SharedAttention, RowsLeftOutOfTheTailAddExactZeros) {
@@ -219,8 +218,7 @@ TEST(SharedAttention, RowsLeftOutOfTheTailAddExactZeros) {
   // left out of tail_rows without changing any bit of dev, wsum or tail.
   const int64_t n = 37, heads = 5, count = 13;
   const auto un = static_cast<size_t>(n), uh = static_cast<size_t>(heads), uc = static_cast<size_t>(count);
-  for (Isa isa : kAllPaths) {
-    if (!isa_supported(isa)) continue;
+  for (Isa isa : attention_isas()) {
     const Rows rows = make_rows(RowType::kF16, uc * un, 99, false);
     const std::vector<double> c = doubles(uh * un, 1, -1, 1), wd = doubles(uc * uh, 2, 0, 1), w = doubles(uc * uh, 3, 0, 1);
     std::vector<double> f = doubles(uc * uh, 4, 0, 1e-5);
@@ -255,8 +253,7 @@ TEST(SharedAttention, HalvesToFloatIsExactOnEveryPath) {
       const auto h = static_cast<uint16_t>(b);
       want[b] = static_cast<float>(bf16 ? bf16_to_double(h) : f16_to_double(h));
     }
-    for (Isa path : kAllPaths) {
-      if (!isa_supported(path)) continue;
+    for (Isa path : half_isas()) {
       set_isa(path);
       std::vector<float> got(all.size());
       halves_to_float(all.data(), static_cast<int64_t>(all.size()), bf16, got.data());
@@ -267,6 +264,20 @@ TEST(SharedAttention, HalvesToFloatIsExactOnEveryPath) {
     }
   }
   set_isa(before);
+}
+
+TEST(SharedAttention, EveryPathOfTheArchitectureHasKernels) {
+  // Every path this CPU runs has its row in the attention table and in halves_to_float's, so the
+  // tests above compare every path of the architecture (x86-64: scalar, sse2, avx2, avx512 where
+  // the CPU has them; aarch64: scalar, neon) with the independent formulation.
+  const std::string arch = arch_name();
+  const Isa baseline = arch == "aarch64" ? Isa::kNeon : Isa::kSse2;
+  ASSERT_TRUE(arch == "x86_64" || arch == "aarch64") << arch;
+  for (const std::vector<Isa>& paths : {attention_isas(), half_isas()}) {
+    EXPECT_EQ(paths.front(), Isa::kScalar);
+    EXPECT_NE(std::find(paths.begin(), paths.end(), baseline), paths.end()) << isa_name(baseline);
+    EXPECT_EQ(paths, supported_isas());
+  }
 }
 
 }  // namespace

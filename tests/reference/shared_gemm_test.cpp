@@ -5,6 +5,7 @@
 // on a model-like case (fp16 activation table, several k blocks) at 1, 2 and 7 threads on every path.
 #include "reference/math/shared_gemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -17,12 +18,11 @@
 #include "cases/moe_ffn.h"
 #include "core/dtype.h"
 #include "core/parallel.h"
+#include "reference/math/shared_gemm_paths.h"
 #include "reference/moe_ffn.h"
 
 namespace opgate::math {
 namespace {
-
-constexpr Isa kPaths[] = {Isa::kScalar, Isa::kSse2, Isa::kAvx2, Isa::kAvx512};
 
 struct Settings {
   Isa isa_before = isa();
@@ -67,6 +67,18 @@ std::vector<double> product(Isa isa, const std::vector<double>& a, const std::ve
   return c;
 }
 
+TEST(SharedGemm, EveryPathOfTheArchitectureHasKernels) {
+  // Every path this CPU runs has its row in the product's table, so the tests below compare every
+  // path of the architecture (aarch64: scalar and neon) with the plain loop.
+  const std::string arch = arch_name();
+  const Isa baseline = arch == "aarch64" ? Isa::kNeon : Isa::kSse2;
+  ASSERT_TRUE(arch == "x86_64" || arch == "aarch64") << arch;
+  const std::vector<Isa> paths = gemm_isas();
+  EXPECT_EQ(paths.front(), Isa::kScalar);
+  EXPECT_NE(std::find(paths.begin(), paths.end(), baseline), paths.end()) << isa_name(baseline);
+  EXPECT_EQ(paths, supported_isas());
+}
+
 TEST(SharedGemm, SumsInIncreasingKAcrossBlocksWithoutFma) {
   // One row, one column, K = 300 (two k blocks of the vector paths): b[0] = 2^53, b[256] = 1,
   // b[299] = -2^53, a = 1. In order: 2^53 + 1 rounds to 2^53 (tie to even), minus 2^53 is 0; any
@@ -79,8 +91,7 @@ TEST(SharedGemm, SumsInIncreasingKAcrossBlocksWithoutFma) {
   // No FMA: k = 2 more, a = [1, 1 + 2^-30], b = [-(1 + 2^-29), 1 + 2^-30]. The rounded product
   // (1 + 2^-30)^2 is 1 + 2^-29, so the sum is 0; a fused a1*b1 + acc would keep 2^-60.
   std::vector<double> a2 = {1.0, 1 + 0x1p-30}, b2 = {-(1 + 0x1p-29), 1 + 0x1p-30};
-  for (Isa isa : kPaths) {
-    if (!isa_supported(isa)) continue;
+  for (Isa isa : gemm_isas()) {
     EXPECT_EQ(product(isa, a, b, false, 1, k, 1)[0], 0.0) << isa_name(isa);
     // |b|: 2^53 + 1 -> 2^53, + 2^53 = 2^54.
     EXPECT_EQ(product(isa, a, b, true, 1, k, 1)[0], 0x1p54) << isa_name(isa);
@@ -91,8 +102,7 @@ TEST(SharedGemm, SumsInIncreasingKAcrossBlocksWithoutFma) {
 TEST(SharedGemm, SmallProductByHand) {
   // [1 2; 3 4] x [5 -6; 7 8] = [19 10; 43 14]; with |b|: [19 22; 43 50]. K = 0 gives zeros.
   const std::vector<double> a = {1, 2, 3, 4}, b = {5, -6, 7, 8};
-  for (Isa isa : kPaths) {
-    if (!isa_supported(isa)) continue;
+  for (Isa isa : gemm_isas()) {
     EXPECT_EQ(product(isa, a, b, false, 2, 2, 2), (std::vector<double>{19, 10, 43, 14})) << isa_name(isa);
     EXPECT_EQ(product(isa, a, b, true, 2, 2, 2), (std::vector<double>{19, 22, 43, 50})) << isa_name(isa);
     EXPECT_EQ(product(isa, {}, {}, false, 2, 0, 3), (std::vector<double>(6, 0.0))) << isa_name(isa);
@@ -128,8 +138,7 @@ TEST(SharedGemm, EveryPathMatchesThePlainLoopBitForBit) {
       const std::vector<double> b = values(static_cast<size_t>(kdim * n), seed++, special);
       for (bool abs_b : {false, true}) {
         const std::vector<double> want = plain_product(a, b, abs_b, rows, kdim, n);
-        for (Isa isa : kPaths) {
-          if (!isa_supported(isa)) continue;
+        for (Isa isa : gemm_isas()) {
           const std::vector<double> got = product(isa, a, b, abs_b, rows, kdim, n);
           for (size_t i = 0; i < want.size(); ++i) {
             ASSERT_EQ(bits(got[i]), bits(want[i])) << isa_name(isa) << " " << rows << "x" << kdim << "x" << n
@@ -154,8 +163,7 @@ TEST(SharedGemm, HalfOperandsEqualTheirConvertedDoubles) {
     std::vector<double> b(h.size());
     for (size_t i = 0; i < h.size(); ++i) b[i] = bf16 ? bf16_to_double(h[i]) : f16_to_double(h[i]);
     for (bool abs_b : {false, true}) {
-      for (Isa isa : kPaths) {
-        if (!isa_supported(isa)) continue;
+      for (Isa isa : gemm_isas()) {
         std::vector<double> want(static_cast<size_t>(rows * ldc), -1.0), got(want);
         gemm(a.data(), lda, b.data(), ldb, abs_b, rows, kdim, n, want.data(), ldc, isa);
         gemm_halves(a.data(), lda, h.data(), bf16, ldb, abs_b, rows, kdim, n, got.data(), ldc, isa);
@@ -193,8 +201,7 @@ TEST(SharedGemm, MoeFfnAtModelShapesIsBitIdenticalAcrossThreadsAndIsa) {
   set_threads(1);
   set_isa(Isa::kScalar);
   const std::string base = fingerprint(ref::moe_ffn::reference(pk.first, in.value()));
-  for (Isa isa : kPaths) {
-    if (!isa_supported(isa)) continue;
+  for (Isa isa : gemm_isas()) {
     set_isa(isa);
     for (int64_t t : {1, 2, 7}) {
       if (isa == Isa::kScalar && t == 1) continue;
