@@ -96,7 +96,17 @@ const IsaRow<Kernels> kRows[] = {
 #endif
 };
 
-const Kernels& kernels() { return pick(kRows, math::isa()); }
+// The row of each path, picked once: the stores and block sums run per tile of a row, where a pick
+// per call would cost more than a short tile's work.
+const Kernels& kernels() {
+  static_assert(static_cast<int>(Isa::kNeon) == 4, "one entry per Isa value, kNeon the last");
+  static const std::array<const Kernels*, 5> by_isa = [] {
+    std::array<const Kernels*, 5> out{};
+    for (size_t i = 0; i < out.size(); ++i) out[i] = &pick(kRows, static_cast<Isa>(i));
+    return out;
+  }();
+  return *by_isa[static_cast<size_t>(math::isa())];
+}
 
 }  // namespace
 
