@@ -1,14 +1,13 @@
 // Copy-bandwidth and peak-flops probes (bench_limits.h).
 #include "bench/bench_limits.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstring>
 #include <vector>
 
+#include "bench/bench_peak.h"
 #include "core/parallel.h"
 
 namespace opgate::bench {
@@ -41,66 +40,6 @@ double copy_probe() {
   return 2.0 * static_cast<double>(slice * static_cast<size_t>(parts)) / t * 1e-9;
 }
 
-constexpr int64_t kIters = 20'000'000;
-
-// 12 independent accumulators hide the FMA latency; flops = 2 per lane per FMA.
-__attribute__((target("avx512f"))) double fma_chains_avx512() {
-  __m512d acc[12];
-  for (auto& a : acc) a = _mm512_set1_pd(1.0);
-  const __m512d m = _mm512_set1_pd(0.999999), c = _mm512_set1_pd(1e-7);
-  for (int64_t i = 0; i < kIters / 2; ++i) {
-    for (auto& a : acc) a = _mm512_fmadd_pd(a, m, c);
-  }
-  for (auto& a : acc) benchmark::DoNotOptimize(a);
-  return 2.0 * 8 * 12 * static_cast<double>(kIters / 2);
-}
-
-__attribute__((target("avx2,fma"))) double fma_chains_avx2() {
-  __m256d acc[12];
-  for (auto& a : acc) a = _mm256_set1_pd(1.0);
-  const __m256d m = _mm256_set1_pd(0.999999), c = _mm256_set1_pd(1e-7);
-  for (int64_t i = 0; i < kIters; ++i) {
-    for (auto& a : acc) a = _mm256_fmadd_pd(a, m, c);
-  }
-  for (auto& a : acc) benchmark::DoNotOptimize(a);
-  return 2.0 * 4 * 12 * static_cast<double>(kIters);
-}
-
-// Multiply and add as separate instructions (the references' own peak: no FMA).
-__attribute__((target("avx2"))) double mul_add_chains_avx2() {
-  __m256d acc[6], prod[6];  // 12 chains + 2 constants fit the 16 ymm registers
-  for (auto& a : acc) a = _mm256_set1_pd(1.0);
-  for (auto& a : prod) a = _mm256_set1_pd(1.0);
-  const __m256d m = _mm256_set1_pd(0.999999), c = _mm256_set1_pd(1e-7);
-  for (int64_t i = 0; i < kIters; ++i) {
-    for (int k = 0; k < 6; ++k) {
-      prod[k] = _mm256_mul_pd(prod[k], m);
-      acc[k] = _mm256_add_pd(acc[k], c);
-    }
-  }
-  for (auto& a : acc) benchmark::DoNotOptimize(a);
-  for (auto& a : prod) benchmark::DoNotOptimize(a);
-  return 4.0 * 12 * static_cast<double>(kIters);
-}
-
-// The same on 512-bit vectors (32 zmm registers hold 24 chains): the ceiling of the AVX-512
-// kernels of the references, which the 256-bit probe understates.
-__attribute__((target("avx512f"))) double mul_add_chains_avx512() {
-  __m512d acc[12], prod[12];
-  for (auto& a : acc) a = _mm512_set1_pd(1.0);
-  for (auto& a : prod) a = _mm512_set1_pd(1.0);
-  const __m512d m = _mm512_set1_pd(0.999999), c = _mm512_set1_pd(1e-7);
-  for (int64_t i = 0; i < kIters / 4; ++i) {
-    for (int k = 0; k < 12; ++k) {
-      prod[k] = _mm512_mul_pd(prod[k], m);
-      acc[k] = _mm512_add_pd(acc[k], c);
-    }
-  }
-  for (auto& a : acc) benchmark::DoNotOptimize(a);
-  for (auto& a : prod) benchmark::DoNotOptimize(a);
-  return 8.0 * 24 * static_cast<double>(kIters / 4);
-}
-
 double flops_probe(double (*chains)()) {
   const int64_t parts = math::threads();
   std::vector<double> flops(static_cast<size_t>(parts));
@@ -123,16 +62,9 @@ double best_of_3(const std::function<double()>& probe) {
 const Limits& machine_limits() {
   static const Limits limits = [] {
     Limits l;
-    __builtin_cpu_init();
     l.copy_gbs = best_of_3(copy_probe);
-    const bool avx512 = __builtin_cpu_supports("avx512f");
-    const bool avx2fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (avx512) l.peak_gflops = best_of_3([] { return flops_probe(fma_chains_avx512); });
-    if (avx2fma) l.peak_gflops = std::max(l.peak_gflops, best_of_3([] { return flops_probe(fma_chains_avx2); }));
-    if (__builtin_cpu_supports("avx2")) l.nofma_gflops = best_of_3([] { return flops_probe(mul_add_chains_avx2); });
-    if (avx512) {
-      l.nofma_gflops = std::max(l.nofma_gflops, best_of_3([] { return flops_probe(mul_add_chains_avx512); }));
-    }
+    for (Chains c : fma_chains()) l.peak_gflops = std::max(l.peak_gflops, best_of_3([c] { return flops_probe(c); }));
+    for (Chains c : nofma_chains()) l.nofma_gflops = std::max(l.nofma_gflops, best_of_3([c] { return flops_probe(c); }));
     return l;
   }();
   return limits;

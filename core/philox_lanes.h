@@ -27,4 +27,29 @@ enum class Reduce : uint8_t {
 // the 64-bit key `key`, reduced into out[i], on instruction-set path `path` (must be supported).
 void run(RngPath path, uint64_t key, uint64_t stream, uint64_t first, int64_t n, Reduce reduce, uint64_t* out);
 
+// One path's kernel: run() on that path.
+struct Kernels {
+  void (*run)(uint64_t key, uint64_t stream, uint64_t first, int64_t n, Reduce reduce, uint64_t* out);
+};
+// The scalar formulation (the definition; the vector paths' tails).
+void run_scalar(uint64_t key, uint64_t stream, uint64_t first, int64_t n, Reduce reduce, uint64_t* out);
+
+// The vector paths' kernels, each defined in core/<arch>/philox_lanes_<isa>.cpp (only the build
+// architecture's exist).
+namespace paths {
+extern const Kernels avx2, avx512, neon;
+}  // namespace paths
+
+// Stores of `lanes` counters' four words, reduced into out[0, lanes) (the vector paths' epilogue).
+template <int lanes>
+inline void reduce_words(Reduce reduce, const uint32_t (&w)[4][lanes], uint64_t* out) {
+  if (reduce == Reduce::kLow64) {
+    for (int j = 0; j < lanes; ++j) out[j] = static_cast<uint64_t>(w[0][j]) | (static_cast<uint64_t>(w[1][j]) << 32);
+  } else {
+    for (int j = 0; j < lanes; ++j) {
+      out[j] += static_cast<uint64_t>(w[0][j]) + w[1][j] + w[2][j] + w[3][j];
+    }
+  }
+}
+
 }  // namespace opgate::philox_lanes

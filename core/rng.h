@@ -7,14 +7,23 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <vector>
+
+#include "core/isa.h"
 
 namespace opgate {
 
-// Instruction sets the *_block functions can run Philox on. Every path gives the same bits.
-enum class RngPath : uint8_t { kScalar, kAvx2, kAvx512 };
-const char* rng_path_name(RngPath path);  // "scalar", "avx2", "avx512"
+// Instruction-set paths the *_block functions can run Philox on: the ISA paths of core/isa.h (the
+// names of OPGATE_ISA), each with a row in core/philox_lanes.cpp's table (x86-64: scalar, avx2,
+// avx512; aarch64: scalar, neon). Every path gives the same bits.
+using RngPath = Isa;
+const char* rng_path_name(RngPath path);  // isa_name: "scalar", "avx2", "avx512", "neon", ...
+// Whether the table has a row for the path and this CPU runs it.
 bool rng_path_supported(RngPath path);
-// The path in use: the widest supported one, unless set_rng_path pinned another.
+// The supported paths, scalar first, in table order (tests and benchmarks iterate them).
+std::vector<RngPath> rng_paths();
+// The path in use: the last set_rng_path, else OPGATE_ISA's path when set and supported (a
+// supported narrower one when the table has no row for it, e.g. sse2 -> scalar), else the widest.
 RngPath rng_path();
 // Pins the block functions to `path` (tests and benchmarks compare the paths); checked supported.
 void set_rng_path(RngPath path);

@@ -13,12 +13,9 @@
 
 #include "core/dtype_convert.h"
 #include "core/parallel.h"
+#include "device/emu/moe_ffn_kernels.h"
 #include "reference/math/shared_round.h"
 #include "reference/math/shared_simd.h"
-#include "core/vector_memory.h"
-
-// The vector helpers are always inlined, so their vector arguments never cross a call.
-#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace opgate::emu::moe_ffn {
 namespace {
@@ -66,7 +63,6 @@ constexpr DefectEntry kDefects[] = {
      "AscendQuant multiplies by the fp32 scale instead of its half cast"},
 };
 
-constexpr int64_t kFractal = 16;  // cube K depth of one fractal (ASSUMPTION, spec §1.4.7)
 constexpr int64_t kRowBlock = 64;
 
 Expected<Defect> parse_defect(const std::string& name) {
@@ -77,218 +73,44 @@ Expected<Defect> parse_defect(const std::string& name) {
 // encoding to bits and back; they dominate the per-element work).
 double r16(double v) { return math::round_fast(DType::kF16, v); }
 
-// out[r][j] = fp32 sum of bias[j] and sum_k a[r][k] b[k][j]: a sequential fp32 sum inside each
-// 16-deep fractal, each fractal sum then added to the accumulator. Vectorised across output
-// columns (each lane one element's own sums, multiply and add separate: the device library has no
-// FP contraction), blocked like reference/math/shared_gemm:
-// rows packed in slivers of kMr, kKcF x kNr panels of b, the accumulators in registers across
-// the fractals of a k block (kKcF is a multiple of the fractal, so blocks start on fractals).
-// Vectors of the path's native width (wider generic vectors would be split through memory).
-typedef float F4 __attribute__((vector_size(16)));
-typedef float F8 __attribute__((vector_size(32)));
-typedef float F16 __attribute__((vector_size(64)));
-constexpr int64_t kKcF = 256;
+// One row per path of this architecture (OPGATE_ARCH_*: the files CMake compiles). The narrowest
+// row is a vector one (x86-64's SSE2 baseline, aarch64's NEON), and pick() gives it to the scalar
+// setting too: one formulation on every path, no dead plain loop for mutants to hide in.
+const IsaRow<Kernels> kRows[] = {
+#if OPGATE_ARCH_X86_64
+    {Isa::kSse2, &paths::sse2},
+    {Isa::kAvx2, &paths::avx2},
+    {Isa::kAvx512, &paths::avx512},
+#elif OPGATE_ARCH_AARCH64
+    {Isa::kNeon, &paths::neon},
+#endif
+};
 
-using vec::load;
-using vec::store;
-
-template <typename V, int kMr, int kNv>
-OPGATE_INLINE void tile_f32(const float* ap, const float* bp, int64_t kc, float* c, int64_t ldc, int64_t mr,
-                            int64_t nr) {
-  constexpr int64_t kLanes = sizeof(V) / sizeof(float);
-  constexpr int64_t kNr = kLanes * kNv;
-  float edge[kMr * kNr] = {};
-  const bool full = mr == kMr && nr == kNr;
-  float* dst = full ? c : edge;
-  const int64_t ld = full ? ldc : kNr;
-  for (int64_t r = 0; !full && r < mr; ++r) std::copy_n(c + r * ldc, nr, edge + r * kNr);
-  V acc[kMr][kNv];
-  for (int r = 0; r < kMr; ++r) {
-    for (int v = 0; v < kNv; ++v) acc[r][v] = load<V>(dst + r * ld + kLanes * v);
+// The row pick() chooses for the current path (math::isa()).
+const IsaRow<Kernels>& current_row() {
+  const Kernels* k = &pick(kRows, math::isa());
+  for (const IsaRow<Kernels>& row : kRows) {
+    if (row.kernels == k) return row;
   }
-  for (int64_t f0 = 0; f0 < kc; f0 += kFractal) {
-    V part[kMr][kNv] = {};
-    for (int64_t k = f0; k < std::min(kc, f0 + kFractal); ++k) {
-      V bv[kNv];
-      for (int v = 0; v < kNv; ++v) bv[v] = load<V>(bp + k * kNr + kLanes * v);
-      for (int r = 0; r < kMr; ++r) {
-        const float av = ap[k * kMr + r];
-        for (int v = 0; v < kNv; ++v) part[r][v] += bv[v] * av;
-      }
-    }
-    for (int r = 0; r < kMr; ++r) {
-      for (int v = 0; v < kNv; ++v) acc[r][v] += part[r][v];
-    }
-  }
-  for (int r = 0; r < kMr; ++r) {
-    for (int v = 0; v < kNv; ++v) store<V>(dst + r * ld + kLanes * v, acc[r][v]);
-  }
-  for (int64_t r = 0; !full && r < mr; ++r) std::copy_n(edge + r * kNr, nr, c + r * ldc);
-}
-
-template <typename V, int kMr, int kNv>
-OPGATE_INLINE void gemm_f32_blocked(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n,
-                                    const float* bias, float* out) {
-  constexpr int64_t kNr = static_cast<int64_t>(sizeof(V) / sizeof(float)) * kNv;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t j = 0; j < n; ++j) out[r * n + j] = bias ? bias[j] : 0.0f;
-  }
-  static thread_local std::vector<float> apack, bpack;
-  const int64_t slivers = (rows + kMr - 1) / kMr;
-  apack.resize(static_cast<size_t>(slivers * kMr * std::min(kKcF, kdim)));
-  bpack.resize(static_cast<size_t>(kKcF * kNr));
-  for (int64_t pc = 0; pc < kdim; pc += kKcF) {
-    const int64_t kc = std::min(kKcF, kdim - pc);
-    for (int64_t s = 0; s < slivers; ++s) {
-      float* dst = apack.data() + s * kMr * kc;
-      for (int64_t r = 0; r < kMr; ++r) {
-        const int64_t row = s * kMr + r;
-        for (int64_t k = 0; k < kc; ++k) dst[k * kMr + r] = row < rows ? a[row * kdim + pc + k] : 0.0f;
-      }
-    }
-    for (int64_t jr = 0; jr < n; jr += kNr) {
-      const int64_t nr = std::min(kNr, n - jr);
-      for (int64_t k = 0; k < kc; ++k) {
-        float* dst = bpack.data() + k * kNr;
-        std::copy_n(b + (pc + k) * n + jr, nr, dst);
-        std::fill(dst + nr, dst + kNr, 0.0f);
-      }
-      for (int64_t s = 0; s < slivers; ++s) {
-        tile_f32<V, kMr, kNv>(apack.data() + s * kMr * kc, bpack.data(), kc, out + s * kMr * n + jr, n,
-                           std::min<int64_t>(kMr, rows - s * kMr), nr);
-      }
-    }
-  }
-}
-
-// Register tiles: accumulators and fractal sums of 3 x 8 (SSE2: 12 of 16 xmm), 3 x 16 (AVX2: 12 of
-// 16 ymm), 6 x 32 (AVX-512: 24 of 32 zmm) outputs.
-void gemm_f32_sse2(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n, const float* bias,
-                   float* out) {
-  gemm_f32_blocked<F4, 3, 2>(a, rows, kdim, b, n, bias, out);
-}
-__attribute__((target("avx2"))) void gemm_f32_avx2(const float* a, int64_t rows, int64_t kdim, const float* b,
-                                                   int64_t n, const float* bias, float* out) {
-  gemm_f32_blocked<F8, 3, 2>(a, rows, kdim, b, n, bias, out);
-}
-__attribute__((target("avx512f,avx2"))) void gemm_f32_avx512(const float* a, int64_t rows, int64_t kdim,
-                                                             const float* b, int64_t n, const float* bias,
-                                                             float* out) {
-  gemm_f32_blocked<F16, 6, 2>(a, rows, kdim, b, n, bias, out);
-}
-
-void gemm_f32(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n, const float* bias,
-              float* out) {
-  switch (math::isa()) {
-    // One formulation on every path (no dead plain loop for mutants to hide in): SSE2 is x86-64's
-    // baseline, so the scalar setting runs the SSE2 code.
-    case math::Isa::kNeon:
-    case math::Isa::kScalar:
-    case math::Isa::kSse2: return gemm_f32_sse2(a, rows, kdim, b, n, bias, out);
-    case math::Isa::kAvx2: return gemm_f32_avx2(a, rows, kdim, b, n, bias, out);
-    case math::Isa::kAvx512: return gemm_f32_avx512(a, rows, kdim, b, n, bias, out);
-  }
-}
-
-// int32 cube accumulation of the int8 path: out = bias + a b in int32 sums that wrap like the
-// hardware (mod 2^32; check_data keeps valid cases in range). Sums mod 2^32 are associative and
-// commutative, so no blocking, vector width or order can change a bit: uint32 lanes across output
-// columns (vpmulld / vpaddd; unsigned, so the wrap-around is defined), b packed once per expert
-// into column panels of the path's tile width, the accumulators in registers across a k block.
-typedef uint32_t U4 __attribute__((vector_size(16)));
-typedef uint32_t U8 __attribute__((vector_size(32)));
-typedef uint32_t U16 __attribute__((vector_size(64)));
-constexpr int64_t kKcI = 256;
-
-// SSE2 is x86-64's baseline, so the scalar setting runs the SSE2 code (one formulation on every
-// path, no dead plain loop for mutants to hide in).
-math::Isa int_path() {
-  const math::Isa isa = math::isa();
-  return isa == math::Isa::kScalar ? math::Isa::kSse2 : isa;
-}
-
-// Register tiles (rows x vectors of columns): SSE2 4 x 2 of 4 lanes (8 of 16 xmm), AVX2 6 x 2 of 8
-// (12 of 16 ymm), AVX-512 6 x 4 of 16 (24 of 32 zmm); the panel width is the tile's columns.
-int64_t panel_width(math::Isa isa) {
-  return isa == math::Isa::kAvx512 ? 64 : isa == math::Isa::kAvx2 ? 16 : 8;
-}
-
-// c[r][j] += sum_{k < kc} a[r * lda + k] * bp[k * kNr + j] for r < mr, j < nr. Rows past mr read
-// row mr - 1 again (their sums land in the discarded part of the edge tile).
-template <typename V, int kMr, int kNv>
-OPGATE_INLINE void tile_i32(const int32_t* a, int64_t lda, int64_t mr, const uint32_t* bp, int64_t kc, uint32_t* c,
-                            int64_t ldc, int64_t nr) {
-  constexpr int64_t kLanes = sizeof(V) / sizeof(uint32_t);
-  constexpr int64_t kNr = kLanes * kNv;
-  uint32_t edge[kMr * kNr] = {};
-  const bool full = mr == kMr && nr == kNr;
-  uint32_t* dst = full ? c : edge;
-  const int64_t ld = full ? ldc : kNr;
-  for (int64_t r = 0; !full && r < mr; ++r) std::copy_n(c + r * ldc, nr, edge + r * kNr);
-  const int32_t* row[kMr];
-  for (int r = 0; r < kMr; ++r) row[r] = a + std::min<int64_t>(r, mr - 1) * lda;
-  V acc[kMr][kNv];
-  for (int r = 0; r < kMr; ++r) {
-    for (int v = 0; v < kNv; ++v) acc[r][v] = load<V>(dst + r * ld + kLanes * v);
-  }
-  for (int64_t k = 0; k < kc; ++k) {
-    V bv[kNv];
-    for (int v = 0; v < kNv; ++v) bv[v] = load<V>(bp + k * kNr + kLanes * v);
-    for (int r = 0; r < kMr; ++r) {
-      const auto av = static_cast<uint32_t>(row[r][k]);
-      for (int v = 0; v < kNv; ++v) acc[r][v] += bv[v] * av;
-    }
-  }
-  for (int r = 0; r < kMr; ++r) {
-    for (int v = 0; v < kNv; ++v) store<V>(dst + r * ld + kLanes * v, acc[r][v]);
-  }
-  for (int64_t r = 0; !full && r < mr; ++r) std::copy_n(edge + r * kNr, nr, c + r * ldc);
-}
-
-template <typename V, int kMr, int kNv>
-OPGATE_INLINE void gemm_i32_blocked(const int32_t* a, int64_t rows, int64_t lda, const PackedInts& b,
-                                    const int32_t* bias, int32_t* out) {
-  constexpr int64_t kNr = static_cast<int64_t>(sizeof(V) / sizeof(uint32_t)) * kNv;
-  const int64_t n = b.n;
-  auto* c = reinterpret_cast<uint32_t*>(out);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t j = 0; j < n; ++j) c[r * n + j] = bias ? static_cast<uint32_t>(bias[j]) : 0u;
-  }
-  for (int64_t pc = 0; pc < b.kdim; pc += kKcI) {
-    const int64_t kc = std::min(kKcI, b.kdim - pc);
-    for (int64_t jr = 0; jr < n; jr += kNr) {
-      const uint32_t* bp = b.data.data() + jr * b.kdim + pc * kNr;  // panel jr / kNr, row pc
-      for (int64_t s = 0; s < rows; s += kMr) {
-        tile_i32<V, kMr, kNv>(a + s * lda + pc, lda, std::min<int64_t>(kMr, rows - s), bp, kc, c + s * n + jr, n,
-                              std::min(kNr, n - jr));
-      }
-    }
-  }
-}
-
-void gemm_i32_sse2(const int32_t* a, int64_t rows, int64_t lda, const PackedInts& b, const int32_t* bias,
-                   int32_t* out) {
-  gemm_i32_blocked<U4, 4, 2>(a, rows, lda, b, bias, out);
-}
-__attribute__((target("avx2"))) void gemm_i32_avx2(const int32_t* a, int64_t rows, int64_t lda, const PackedInts& b,
-                                                   const int32_t* bias, int32_t* out) {
-  gemm_i32_blocked<U8, 6, 2>(a, rows, lda, b, bias, out);
-}
-__attribute__((target("avx512f,avx2"))) void gemm_i32_avx512(const int32_t* a, int64_t rows, int64_t lda,
-                                                             const PackedInts& b, const int32_t* bias,
-                                                             int32_t* out) {
-  gemm_i32_blocked<U16, 6, 4>(a, rows, lda, b, bias, out);
+  return kRows[0];
 }
 
 }  // namespace
 
+std::vector<math::Isa> kernel_isas() { return table_isas(kRows); }
+
+void gemm_f32(const float* a, int64_t rows, int64_t kdim, const float* b, int64_t n, const float* bias, float* out) {
+  pick(kRows, math::isa()).gemm_f32(a, rows, kdim, b, n, bias, out);
+}
+
 template <class T>
 PackedInts pack_ints(const T* b, int64_t kdim, int64_t n, int64_t ld_k, int64_t ld_j) {
   PackedInts p;
-  p.isa = int_path();
+  const IsaRow<Kernels>& row = current_row();
+  p.isa = row.isa;
   p.kdim = kdim;
   p.n = n;
-  p.nr = panel_width(p.isa);
+  p.nr = row.kernels->int_panel;
   const int64_t panels = (n + p.nr - 1) / p.nr;
   p.data.assign(static_cast<size_t>(panels * kdim * p.nr), 0u);
   for (int64_t panel = 0; panel < panels; ++panel) {
@@ -305,13 +127,9 @@ template PackedInts pack_ints(const int8_t*, int64_t, int64_t, int64_t, int64_t)
 template PackedInts pack_ints(const int32_t*, int64_t, int64_t, int64_t, int64_t);
 
 void gemm_i32(const int32_t* a, int64_t rows, int64_t lda, const PackedInts& b, const int32_t* bias, int32_t* out) {
-  switch (b.isa) {
-    case math::Isa::kNeon:
-    case math::Isa::kScalar:
-    case math::Isa::kSse2: return gemm_i32_sse2(a, rows, lda, b, bias, out);
-    case math::Isa::kAvx2: return gemm_i32_avx2(a, rows, lda, b, bias, out);
-    case math::Isa::kAvx512: return gemm_i32_avx512(a, rows, lda, b, bias, out);
-  }
+  const Kernels& k = pick(kRows, b.isa);
+  OPGATE_CHECK(k.int_panel == b.nr, "gemm_i32: b was packed for another path's panels");
+  k.gemm_i32(a, rows, lda, b, bias, out);
 }
 
 namespace {

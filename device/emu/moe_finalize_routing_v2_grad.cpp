@@ -3,8 +3,6 @@
 // reduction for gradScales), plus the defect catalogue used by the fault backend.
 #include "device/emu/moe_finalize_routing_v2_grad.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -14,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/parallel.h"
+#include "device/emu/moe_finalize_routing_v2_grad_kernels.h"
 #include "reference/math/shared_half.h"
 #include "reference/math/shared_simd.h"
 
@@ -59,52 +58,75 @@ uint16_t f16_bits(float v) {
   return static_cast<uint16_t>(sign | q);
 }
 
-// Whether the AVX2 + F16C paths below may run (math::isa(): the AVX2 and AVX-512 paths).
-bool vector_stores() { return math::isa() == math::Isa::kAvx2 || math::isa() == math::Isa::kAvx512; }
+}  // namespace detail
 
-// F16C's conversion with the rounding given in the instruction (RNE; MXCSR is not read) is the
-// IEEE one, NaN included (sign and top payload bits kept, quiet bit set): the same bits as
-// f16_bits. Converts the first n - n % 8 elements; returns how many.
-__attribute__((target("avx2,f16c"))) int64_t floats_to_f16_f16c(const float* v, int64_t n, uint16_t* dst) {
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(v + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), h);
-  }
-  return j;
+namespace {
+
+// BlockReduceSum over one 32-byte block: a pairwise tree, the missing tail lanes being zero.
+float block_reduce_sum(const float* v, int64_t n) {
+  std::array<float, kBlock> lane{};
+  std::copy(v, v + n, lane.begin());
+  const float s01 = lane[0] + lane[1];
+  const float s23 = lane[2] + lane[3];
+  const float s45 = lane[4] + lane[5];
+  const float s67 = lane[6] + lane[7];
+  const float s0123 = s01 + s23;
+  const float s4567 = s45 + s67;
+  return s0123 + s4567;
 }
 
-// bf16_bits on 8 lanes: the same integer operations, then a pack of the 16-bit results (each
-// <= 0xFFFF, so the unsigned saturation of packus never changes one). Converts the first
-// n - n % 8 elements; returns how many.
-__attribute__((target("avx2"))) int64_t floats_to_bf16_avx2(const float* v, int64_t n, uint16_t* dst) {
-  const __m256i one = _mm256_set1_epi32(1);
-  const __m256i bias = _mm256_set1_epi32(0x7FFF);
-  const __m256i magnitude = _mm256_set1_epi32(0x7FFFFFFF);
-  const __m256i inf = _mm256_set1_epi32(0x7F800000);
-  const __m256i quiet = _mm256_set1_epi32(0x40);
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(v + j));
-    const __m256i high = _mm256_srli_epi32(u, 16);
-    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, bias), _mm256_and_si256(high, one)), 16);
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, magnitude), inf);  // both operands >= 0
-    const __m256i r = _mm256_blendv_epi8(rounded, _mm256_or_si256(high, quiet), nan);
-    // packus works per 128-bit half: (r0..r3, r0..r3 | r4..r7, r4..r7); qwords 0 and 2 are r0..r7.
-    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), _mm256_castsi256_si128(packed));
-  }
-  return j;
+// The scalar row: no vector stores, the block sums one tree at a time.
+float add_full_blocks_scalar(float acc, const float* v, int64_t n) {
+  for (int64_t o = 0; o + kBlock <= n; o += kBlock) acc += block_reduce_sum(v + o, kBlock);
+  return acc;
 }
 
-// The vector path takes whole groups of 8 and the scalar function the rest (every element on a
-// path without AVX2): one tail loop for both, so the ci tier's short rows exercise it everywhere.
+const Kernels kScalarKernels = {nullptr, nullptr, add_full_blocks_scalar};
+
+// One row per path of this architecture (OPGATE_ARCH_*: the files CMake compiles). SSE2 has no
+// fp16 conversion, so its row has only the block sums; AVX-512 runs the AVX2 + F16C row.
+const IsaRow<Kernels> kRows[] = {
+    {Isa::kScalar, &kScalarKernels},
+#if OPGATE_ARCH_X86_64
+    {Isa::kSse2, &paths::sse2},
+    {Isa::kAvx2, &paths::avx2},
+    {Isa::kAvx512, &paths::avx2},
+#elif OPGATE_ARCH_AARCH64
+    {Isa::kNeon, &paths::neon},
+#endif
+};
+
+// The row of each path, picked once: the stores and block sums run per tile of a row, where a pick
+// per call would cost more than a short tile's work.
+const Kernels& kernels() {
+  static_assert(static_cast<int>(Isa::kNeon) == 4, "one entry per Isa value, kNeon the last");
+  static const std::array<const Kernels*, 5> by_isa = [] {
+    std::array<const Kernels*, 5> out{};
+    for (size_t i = 0; i < out.size(); ++i) out[i] = &pick(kRows, static_cast<Isa>(i));
+    return out;
+  }();
+  return *by_isa[static_cast<size_t>(math::isa())];
+}
+
+}  // namespace
+
+namespace detail {
+
+bool vector_stores() { return kernels().floats_to_f16 != nullptr; }
+
+std::vector<math::Isa> kernel_isas() { return table_isas(kRows); }
+
+// The vector path takes a prefix (whole vectors) and the scalar function the rest (every element
+// on a path without vector stores): one tail loop for both, so the ci tier's short rows exercise
+// it everywhere.
 void floats_to_bf16(const float* v, int64_t n, uint16_t* dst) {
-  for (int64_t j = vector_stores() ? floats_to_bf16_avx2(v, n, dst) : 0; j < n; ++j) dst[j] = bf16_bits(v[j]);
+  const Kernels& k = kernels();
+  for (int64_t j = k.floats_to_bf16 != nullptr ? k.floats_to_bf16(v, n, dst) : 0; j < n; ++j) dst[j] = bf16_bits(v[j]);
 }
 
 void floats_to_f16(const float* v, int64_t n, uint16_t* dst) {
-  for (int64_t j = vector_stores() ? floats_to_f16_f16c(v, n, dst) : 0; j < n; ++j) dst[j] = f16_bits(v[j]);
+  const Kernels& k = kernels();
+  for (int64_t j = k.floats_to_f16 != nullptr ? k.floats_to_f16(v, n, dst) : 0; j < n; ++j) dst[j] = f16_bits(v[j]);
 }
 
 }  // namespace detail
@@ -154,8 +176,6 @@ constexpr DefectEntry kDefects[] = {
 // hiddenPrePart: elements per H-chunk of the gradScales reduction. The tiling derives it from the
 // UB size, which the spec does not pin down; 4096 keeps common hidden sizes in one chunk (§3.3).
 constexpr int64_t kHiddenPrePart = 4096;
-// fp32 elements per 32-byte block, the unit of BlockReduceSum.
-constexpr int64_t kBlock = 8;
 // Columns the emulator converts and reduces at a time (not a kernel parameter: any multiple of
 // kBlock dividing kHiddenPrePart gives the same sums).
 constexpr int64_t kTile = 512;
@@ -165,34 +185,12 @@ Expected<Defect> parse_defect(const std::string& name) {
   return ::opgate::parse_defect(kDefects, Defect::kNone, name, "moe_finalize_routing_v2_grad");
 }
 
-// BlockReduceSum over one 32-byte block: a pairwise tree, the missing tail lanes being zero.
-float block_reduce_sum(const float* v, int64_t n) {
-  std::array<float, kBlock> lane{};
-  std::copy(v, v + n, lane.begin());
-  const float s01 = lane[0] + lane[1];
-  const float s23 = lane[2] + lane[3];
-  const float s45 = lane[4] + lane[5];
-  const float s67 = lane[6] + lane[7];
-  const float s0123 = s01 + s23;
-  const float s4567 = s45 + s67;
-  return s0123 + s4567;
-}
-
 // Adds the block sums of v[0, n) to acc in order: the sequential fp32 sum of a chunk (ReduceSum)
-// continued over a piece of it. Full blocks take the same tree in SSE2 (x86-64's baseline): each
-// add has the same operands in the same order.
+// continued over a piece of it. Whole blocks on the path's kernel (the same tree), the partial
+// last one here.
 float add_block_sums(float acc, const float* v, int64_t n) {
-  int64_t o = 0;
-  for (; o + kBlock <= n; o += kBlock) {
-    const __m128 lo = _mm_loadu_ps(v + o);
-    const __m128 hi = _mm_loadu_ps(v + o + 4);
-    // (l0 + l1, l2 + l3, l4 + l5, l6 + l7), then (s01 + s23, s45 + s67), then their sum.
-    const __m128 pairs = _mm_add_ps(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)),
-                                    _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
-    const __m128 quads = _mm_add_ps(_mm_shuffle_ps(pairs, pairs, _MM_SHUFFLE(2, 0, 2, 0)),
-                                    _mm_shuffle_ps(pairs, pairs, _MM_SHUFFLE(3, 1, 3, 1)));
-    acc += _mm_cvtss_f32(_mm_add_ss(quads, _mm_shuffle_ps(quads, quads, _MM_SHUFFLE(1, 1, 1, 1))));
-  }
+  acc = kernels().add_full_blocks(acc, v, n);
+  const int64_t o = n - n % kBlock;
   if (o < n) acc += block_reduce_sum(v + o, n - o);
   return acc;
 }

@@ -8,6 +8,7 @@
 #include "core/defect.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "reference/math/shared_simd.h"
 #include "reference/moe_finalize_routing_v2_grad.h"
 
 namespace opgate::emu::moe_finalize_routing_v2_grad {
@@ -28,10 +29,14 @@ std::vector<DefectInfo> defects();
 namespace detail {
 uint16_t f16_bits(float v);
 uint16_t bf16_bits(float v);
-// dst[j] = f16_bits(v[j]) / bf16_bits(v[j]) for j < n: F16C / AVX2 on the AVX2 and AVX-512 paths of
-// math::isa(), else the scalar function.
+// dst[j] = f16_bits(v[j]) / bf16_bits(v[j]) for j < n: vector stores on the paths of math::isa()
+// that have them (F16C / AVX2 on avx2 and avx512, NEON on neon), else the scalar function.
 void floats_to_f16(const float* v, int64_t n, uint16_t* dst);
 void floats_to_bf16(const float* v, int64_t n, uint16_t* dst);
+// Whether the current path (math::isa()) has vector stores.
+bool vector_stores();
+// The paths the emulator's kernel table has rows for that this CPU runs, scalar first.
+std::vector<math::Isa> kernel_isas();
 }  // namespace detail
 
 }  // namespace opgate::emu::moe_finalize_routing_v2_grad

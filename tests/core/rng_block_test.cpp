@@ -3,6 +3,7 @@
 // the vector widths, integer ranges whose rejection path is taken about half the time, and the
 // Random123 known answers landing inside vector lanes.
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "core/dtype.h"
+#include "core/isa.h"
 #include "core/rng.h"
 
 namespace opgate {
@@ -25,13 +27,8 @@ class RngPathScope {
   RngPath saved_;
 };
 
-std::vector<RngPath> supported_paths() {
-  std::vector<RngPath> out;
-  for (RngPath p : {RngPath::kScalar, RngPath::kAvx2, RngPath::kAvx512}) {
-    if (rng_path_supported(p)) out.push_back(p);
-  }
-  return out;
-}
+// The table's paths this CPU runs (x86-64: scalar, avx2, avx512; aarch64: scalar, neon).
+std::vector<RngPath> supported_paths() { return rng_paths(); }
 
 const uint64_t kFirsts[] = {0, 5, 0xFFFFFFFFull - 20, 0x1234567890ull, ~uint64_t{0} - 40};
 const int64_t kLengths[] = {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 511, 512, 513, 1500};
@@ -41,6 +38,25 @@ TEST(RngBlocks, scalar_path_is_always_supported_and_names_are_distinct) {
   EXPECT_STREQ(rng_path_name(RngPath::kScalar), "scalar");
   EXPECT_STREQ(rng_path_name(RngPath::kAvx2), "avx2");
   EXPECT_STREQ(rng_path_name(RngPath::kAvx512), "avx512");
+  EXPECT_STREQ(rng_path_name(RngPath::kNeon), "neon");
+}
+
+// Every path this CPU runs has a Philox row except x86-64's SSE2 (which runs the scalar code), so
+// the tests below cover each vector path of the build's architecture; no other architecture's.
+TEST(RngBlocks, every_supported_vector_path_has_a_row) {
+  std::vector<RngPath> want;
+  for (Isa isa : supported_isas()) {
+    if (isa != Isa::kSse2) want.push_back(isa);
+  }
+  EXPECT_EQ(rng_paths(), want);
+  EXPECT_EQ(rng_paths().front(), RngPath::kScalar);
+  for (Isa isa : {Isa::kSse2, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    const bool own = std::find(arch_isas().begin(), arch_isas().end(), isa) != arch_isas().end();
+    if (!own) {
+      EXPECT_FALSE(rng_path_supported(isa)) << isa_name(isa) << " on " << arch_name();
+    }
+  }
+  EXPECT_FALSE(rng_path_supported(Isa::kSse2));
 }
 
 TEST(RngBlocks, random123_known_answers_inside_vector_lanes) {

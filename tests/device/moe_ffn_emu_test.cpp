@@ -16,6 +16,7 @@
 
 #include "cases/moe_ffn.h"
 #include "core/guard.h"
+#include "core/isa.h"
 #include "core/parallel.h"
 #include "reference/math/shared_simd.h"
 #include "tests/reference/moe_ffn_testing.h"
@@ -194,12 +195,12 @@ TEST(MoeFFNEmu, deterministic_over_runs) {
 
 
 
-// Runs fn once on every ISA path this CPU has and at 1, 2 and 7 threads, then restores both.
+// Runs fn once on every ISA path this CPU has (scalar included: it runs the table's narrowest row)
+// and at 1, 2 and 7 threads, then restores both.
 template <class Fn>
 void on_every_path_and_thread_count(Fn fn) {
   const math::Isa isa_before = math::isa();
-  for (math::Isa isa : {math::Isa::kScalar, math::Isa::kSse2, math::Isa::kAvx2, math::Isa::kAvx512}) {
-    if (!math::isa_supported(isa)) continue;
+  for (math::Isa isa : supported_isas()) {
     math::set_isa(isa);
     for (int64_t threads : {1, 2, 7}) {
       math::set_threads(threads);
@@ -210,11 +211,24 @@ void on_every_path_and_thread_count(Fn fn) {
   math::set_isa(isa_before);
 }
 
-// The fp32 fractal matmul is vectorised per ISA path (the scalar setting runs the SSE2 code), and
-// so is the int32 one of the int8 paths; every path and thread count must give the 1-thread SSE2
-// y bit for bit. fp16 and bf16 (both matmuls fp32), K1 = 300 (a second 256-deep block ending
-// inside a fractal), experts of 70, 0, 13 rows (partial register tiles), N1 = 45 and K1 columns of
-// 300 (partial 8- to 64-column panels), biases; int8 to fp16 and to bf16 with per-channel scales.
+// The GEMM table has a row for every vector path this CPU runs (x86-64: sse2, avx2, avx512 as far
+// as supported; aarch64: neon), so the loops above reach each; scalar has none (it runs the first).
+TEST(MoeFFNEmu, every_supported_vector_path_has_a_gemm_row) {
+  std::vector<math::Isa> want;
+  for (math::Isa isa : supported_isas()) {
+    if (isa != math::Isa::kScalar) want.push_back(isa);
+  }
+  EXPECT_EQ(kernel_isas(), want);
+  ASSERT_FALSE(kernel_isas().empty());
+  EXPECT_EQ(kernel_isas().front(), std::string(arch_name()) == "aarch64" ? math::Isa::kNeon : math::Isa::kSse2);
+}
+
+// The fp32 fractal matmul is vectorised per ISA path (the scalar setting runs the narrowest row's
+// code), and so is the int32 one of the int8 paths; every path and thread count must give the
+// 1-thread y of the narrowest row bit for bit. fp16 and bf16 (both matmuls fp32), K1 = 300 (a
+// second 256-deep block ending inside a fractal), experts of 70, 0, 13 rows (partial register
+// tiles), N1 = 45 and K1 columns of 300 (partial 8- to 64-column panels), biases; int8 to fp16 and
+// to bf16 with per-channel scales.
 TEST(MoeFFNEmu, bit_identical_across_isa_paths_and_threads) {
   for (DType t : {DType::kF16, DType::kBF16, DType::kI8}) {
     for (DType y : {DType::kF16, DType::kBF16}) {
@@ -226,7 +240,7 @@ TEST(MoeFFNEmu, bit_identical_across_isa_paths_and_threads) {
       const TensorMap in = mc::fill(p, built.second, ref::moe_ffn::specs(p), FillMode::kRealistic, 5).value();
       const math::Isa isa_before = math::isa();
       math::set_threads(1);
-      math::set_isa(math::Isa::kSse2);
+      math::set_isa(kernel_isas().front());
       const Tensor base = run_emu(p, in);
       math::set_threads(0);
       math::set_isa(isa_before);
@@ -235,6 +249,98 @@ TEST(MoeFFNEmu, bit_identical_across_isa_paths_and_threads) {
       });
     }
   }
+}
+
+// The independent formulation of gemm_f32: per output, bias then each 16-deep fractal's own
+// sequential fp32 sum added in k order, one element at a time (moe_ffn.h).
+std::vector<float> fractal_loop(const std::vector<float>& a, int64_t rows, int64_t kdim, const std::vector<float>& b,
+                                int64_t n, const std::vector<float>& bias) {
+  std::vector<float> out(static_cast<size_t>(rows * n));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = bias.empty() ? 0.0f : bias[static_cast<size_t>(j)];
+      for (int64_t f = 0; f < kdim; f += 16) {
+        float part = 0.0f;
+        for (int64_t k = f; k < std::min(kdim, f + 16); ++k) {
+          const float prod = a[static_cast<size_t>(r * kdim + k)] * b[static_cast<size_t>(k * n + j)];
+          part = part + prod;
+        }
+        acc = acc + part;
+      }
+      out[static_cast<size_t>(r * n + j)] = acc;
+    }
+  }
+  return out;
+}
+
+std::vector<uint32_t> float_bits(const std::vector<float>& v) {
+  std::vector<uint32_t> out(v.size());
+  std::memcpy(out.data(), v.data(), v.size() * sizeof(float));
+  return out;
+}
+
+// gemm_f32 on blocks of 16 rows spread over the threads, like the emulator's row blocks.
+std::vector<float> matmul_f32(const std::vector<float>& a, int64_t rows, int64_t kdim, const std::vector<float>& b,
+                              int64_t n, const std::vector<float>& bias) {
+  std::vector<float> out(static_cast<size_t>(rows * n), -7.0f);
+  constexpr int64_t kRows = 16;
+  math::parallel_for((rows + kRows - 1) / kRows, [&](int64_t blk) {
+    const int64_t r0 = blk * kRows;
+    gemm_f32(a.data() + r0 * kdim, std::min(kRows, rows - r0), kdim, b.data(), n, bias.empty() ? nullptr : bias.data(),
+             out.data() + r0 * n);
+  });
+  return out;
+}
+
+// Floats of mixed signs over 2^-12 .. 2^12 from a fixed LCG: sums whose rounding depends on order.
+std::vector<float> floats(int64_t count, uint64_t seed) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (float& x : v) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    const auto mant = static_cast<float>((seed >> 40) & 0xFFFFFF) / 16777216.0f;  // [0, 1), 24 bits
+    const int exp = static_cast<int>((seed >> 33) % 25) - 12;
+    x = std::ldexp((seed >> 32) & 1 ? -1.0f - mant : 1.0f + mant, exp);
+  }
+  return v;
+}
+
+// By hand: a 1 x 32 by 32 x 1 product of ones with b = (2^24, 1 x 15 | 1 x 16). The first fractal's
+// 15 ones each tie back to 2^24 (RNE: 2^24 + 1 is halfway, the even neighbour is 2^24), so its sum
+// is 2^24; the second fractal's sum is 16, added apart: 2^24 + 16 is exact. A plain sequential sum
+// would lose all 31 ones (2^24).
+TEST(MoeFFNEmu, float_matmul_sums_each_fractal_apart_by_hand) {
+  std::vector<float> b(32, 1.0f);
+  b[0] = 16777216.0f;
+  on_every_path_and_thread_count([&](const std::string& where) {
+    EXPECT_EQ(matmul_f32(std::vector<float>(32, 1.0f), 1, 32, b, 1, {}), std::vector<float>{16777232.0f}) << where;
+    // 17 deep: the second fractal is b[16] = 1 alone, 2^24 + 1 ties to 2^24; bias 0.5 first.
+    EXPECT_EQ(matmul_f32(std::vector<float>(17, 1.0f), 1, 17, std::vector<float>(b.begin(), b.begin() + 17), 1, {0.5f}),
+              std::vector<float>{16777216.0f})
+        << where;
+  });
+}
+
+// Every path against the serial formulation bit for bit, on sizes around every tile edge (rows off
+// the 3/6-row tiles, n off the 8- to 32-column panels, k inside a fractal, across fractals and
+// across the 256-deep blocks), with and without bias.
+TEST(MoeFFNEmu, float_matmul_matches_the_serial_fractal_sum) {
+  struct Size {
+    int64_t rows, kdim, n;
+  };
+  const Size sizes[] = {{1, 1, 1}, {5, 1, 17}, {1, 9, 1}, {13, 300, 45}, {6, 256, 64}, {70, 257, 129}, {4, 512, 8},
+                        {7, 17, 33}};
+  on_every_path_and_thread_count([&](const std::string& where) {
+    uint64_t seed = 1;
+    for (const Size& z : sizes) {
+      for (bool with_bias : {false, true}) {
+        const auto a = floats(z.rows * z.kdim, ++seed), b = floats(z.kdim * z.n, ++seed);
+        const auto bias = with_bias ? floats(z.n, ++seed) : std::vector<float>{};
+        EXPECT_EQ(float_bits(matmul_f32(a, z.rows, z.kdim, b, z.n, bias)),
+                  float_bits(fractal_loop(a, z.rows, z.kdim, b, z.n, bias)))
+            << z.rows << "x" << z.kdim << "x" << z.n << (with_bias ? " bias " : " ") << where;
+      }
+    }
+  });
 }
 
 // The independent formulation of matmul_i32: the same sum in int64 in row / k / column order, then

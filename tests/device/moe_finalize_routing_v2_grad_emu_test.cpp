@@ -4,7 +4,9 @@
 #include "device/emu/moe_finalize_routing_v2_grad.h"
 
 #include <algorithm>
+#include <cfenv>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -15,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/isa.h"
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "reference/math/shared_simd.h"
@@ -386,27 +389,48 @@ TEST(MoeFinalizeRoutingV2GradEmu, matches_the_serial_formulation_with_every_defe
   EXPECT_GT(compared, 500000);
 }
 
-TEST(MoeFinalizeRoutingV2GradEmu, outputs_are_bit_identical_at_1_2_and_7_threads) {
+// Every path (its stores and block sums) and thread count against the scalar path at 1 thread.
+TEST(MoeFinalizeRoutingV2GradEmu, outputs_are_bit_identical_at_1_2_and_7_threads_on_every_path) {
   const int64_t saved = math::threads();
+  const math::Isa saved_isa = math::isa();
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (int64_t mode : {0, 1}) {
       const Case c = random_case(t, mode, true, 4099, 5);
       const TensorMap in = make_inputs(c);
-      std::vector<TensorMap> outs;
-      for (int64_t threads : {1, 2, 7}) {
-        math::set_threads(threads);
-        outs.push_back(make_poisoned_outputs(c.p));
-        ASSERT_TRUE(run(c.p, in, outs.back(), "").is_ok());
-      }
-      for (size_t k = 1; k < outs.size(); ++k) {
-        for (const char* name : {kGradX, kGradScales}) {
-          EXPECT_TRUE(outs[k].at(name).bytes_equal(outs[0].at(name))) << dtype_name(t) << " mode " << mode << " "
-                                                                      << name << " thread run " << k;
+      math::set_isa(math::Isa::kScalar);
+      math::set_threads(1);
+      TensorMap base = make_poisoned_outputs(c.p);
+      ASSERT_TRUE(run(c.p, in, base, "").is_ok());
+      for (math::Isa isa : detail::kernel_isas()) {
+        math::set_isa(isa);
+        for (int64_t threads : {1, 2, 7}) {
+          math::set_threads(threads);
+          TensorMap out = make_poisoned_outputs(c.p);
+          ASSERT_TRUE(run(c.p, in, out, "").is_ok());
+          for (const char* name : {kGradX, kGradScales}) {
+            EXPECT_TRUE(out.at(name).bytes_equal(base.at(name)))
+                << dtype_name(t) << " mode " << mode << " " << name << " " << math::isa_name(isa) << " at " << threads
+                << " threads";
+          }
         }
       }
     }
   }
   math::set_threads(saved);
+  math::set_isa(saved_isa);
+}
+
+// The kernel table has a row for every path this CPU runs, and the vector stores are on exactly
+// the paths that have them (x86-64: avx2 and avx512, F16C; aarch64: neon).
+TEST(MoeFinalizeRoutingV2GradEmu, every_supported_path_has_a_row_and_vector_stores_where_expected) {
+  EXPECT_EQ(detail::kernel_isas(), supported_isas());
+  const math::Isa saved = math::isa();
+  for (math::Isa isa : detail::kernel_isas()) {
+    math::set_isa(isa);
+    const bool want = isa == math::Isa::kAvx2 || isa == math::Isa::kAvx512 || isa == math::Isa::kNeon;
+    EXPECT_EQ(detail::vector_stores(), want) << math::isa_name(isa);
+  }
+  math::set_isa(saved);
 }
 
 // The fp16 and bf16 stores against core/dtype.h's encoders: every sign, exponent and top-10
@@ -434,14 +458,20 @@ TEST(MoeFinalizeRoutingV2GradEmu, f16_and_bf16_stores_equal_the_core_encoders) {
   }
   EXPECT_EQ(mismatches, 0);
   const math::Isa saved = math::isa();
-  for (math::Isa isa : {math::Isa::kScalar, math::Isa::kAvx2, math::Isa::kAvx512}) {
-    if (!math::isa_supported(isa)) continue;
+  for (math::Isa isa : detail::kernel_isas()) {
     math::set_isa(isa);
     std::vector<uint16_t> got(v.size());
     detail::floats_to_f16(v.data(), static_cast<int64_t>(v.size()), got.data());
     EXPECT_EQ(got, want_f16) << math::isa_name(isa);
     detail::floats_to_bf16(v.data(), static_cast<int64_t>(v.size()), got.data());
     EXPECT_EQ(got, want_bf16) << math::isa_name(isa);
+    // The stores round to nearest even whatever the FP environment's rounding mode: F16C takes the
+    // rounding from the instruction, NEON's FCVTN from FPCR, so that path must notice the mode and
+    // take the scalar encoder.
+    ASSERT_EQ(std::fesetround(FE_UPWARD), 0);
+    detail::floats_to_f16(v.data(), static_cast<int64_t>(v.size()), got.data());
+    std::fesetround(FE_TONEAREST);
+    EXPECT_EQ(got, want_f16) << math::isa_name(isa) << " rounding upward";
   }
   math::set_isa(saved);
   // Hand-checked points: 65504 (max), 65519.996 -> 65504, 65520 -> Inf, 2^-25 -> 0 (tie to even),
