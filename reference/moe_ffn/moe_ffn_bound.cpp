@@ -110,28 +110,6 @@ Tracked round_bound(Tracked x, DType t, double ulps) {
   return {x.v, x.e + ulps * math::ulp_fast(t, reach)};
 }
 
-Tracked round_exact(Tracked x, DType t, Rounding mode) {
-  if (std::isfinite(x.v) && std::isfinite(x.e)) {
-    // Rounding is monotone: the device's result lies between the roundings of the ends of
-    // [v - e, v + e] (widened as in round_bound); when they coincide it is that value.
-    const double slack = x.e > 0 ? 4 * std::numeric_limits<double>::epsilon() * (std::fabs(x.v) + x.e) : 0.0;
-    const double lo = x.v - x.e - slack;
-    const double hi = x.v + x.e + slack;
-    const double r_lo = math::round_fast(t, lo, mode);
-    const double r_hi = math::round_fast(t, hi, mode);
-    if (r_lo == r_hi && std::isfinite(r_lo)) return {r_lo, 0.0};
-    if (mode == Rounding::kNearestEven || mode == Rounding::kHalfAway) {
-      // round_bound(x, t), reusing the ends already rounded with one of its two tie rules.
-      const Rounding other = mode == Rounding::kNearestEven ? Rounding::kHalfAway : Rounding::kNearestEven;
-      const double lo_end = std::min(r_lo, math::round_fast(t, lo, other));
-      const double hi_end = std::max(r_hi, math::round_fast(t, hi, other));
-      if (!std::isfinite(lo_end) || !std::isfinite(hi_end)) return {x.v, kInf};
-      return {x.v, std::max(x.v - lo_end, hi_end - x.v)};
-    }
-  }
-  return round_bound(x, t);
-}
-
 Tracked activation_bound(Activation a, double h, double e_h, DType t) {
   const double ref = activate(a, h);
   if (a == Activation::kRelu) return {ref, e_h};

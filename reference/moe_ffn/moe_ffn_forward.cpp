@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -92,6 +93,7 @@ struct Data {
   // High-performance path at model sizes: activation_bound(act, v, 0, fp16) of every finite fp16
   // pattern (a pure function of the pattern, so a lookup returns exactly what a call would).
   std::vector<Tracked> half_act;
+  std::vector<double> zeros;  // max(K1, N1) zeros: the bias of a call without bias1 / bias2
   double* y = nullptr;
   double* mag = nullptr;
 
@@ -115,48 +117,76 @@ Tracked hidden_float(const Data& d, double h, double e_acc) {
   return round_exact(a, d.path == Path::kBF16 ? DType::kBF16 : DType::kF16, Rounding::kHalfAway);
 }
 
+// fp32_exact_sum(grid, mag) for one grid, with 2^(24 + grid) computed once.
+struct ExactSum {
+  explicit ExactSum(int grid) : always(grid == kNoGrid), never(grid != kNoGrid && grid < -149) {
+    if (!always && !never) {
+      // The largest mag fp32_exact_sum accepts: 2^(24 + grid), or inf beyond double's range.
+      limit = 24 + grid > 1023 ? std::numeric_limits<double>::infinity() : std::ldexp(1.0, 24 + grid);
+    }
+  }
+  bool operator()(double mag) const { return always || (!never && mag <= limit); }
+  bool always, never;
+  double limit = 0;
+};
+
+// Scratch of one task, kept per thread across tasks and calls (every element is written before
+// it is read, so the pages are touched once, not zeroed again per task).
+std::vector<double>& scratch(int which, size_t size) {
+  static thread_local std::vector<double> buffers[3];
+  std::vector<double>& b = buffers[which];
+  if (b.size() < size) b.resize(size);
+  return b;
+}
+
 // fp paths. Budget of y[r, m] = sum_n |W2[n, m]| (e_a[n] + kappa (|a[n]| + e_a[n])) + kappa |b2[m]|
 // with e_a the hidden bound and kappa the fp32 accumulation bound of mm2 (0 when exact).
 void run_float_task(const Data& d, const Task& t) {
   const int64_t k = d.k, n = d.n, e = t.expert;
-  std::vector<double> a(static_cast<size_t>(t.rows * n));
-  std::vector<double> weight(a.size());
-  std::vector<double> kappa(static_cast<size_t>(t.rows));
-  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1m.at(e * k * n), n, a.data());
+  const auto ue = static_cast<size_t>(e);
+  double* a = scratch(0, static_cast<size_t>(t.rows * n)).data();
+  double* weight = scratch(1, static_cast<size_t>(t.rows * n)).data();
+  double* kappa = scratch(2, static_cast<size_t>(t.rows)).data();
+  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1m.at(e * k * n), n, a);
+  // bias1(e, j) and |bias1(e, j)| (0 without bias1), the column norms and the per-expert constants.
+  const double* b1 = d.b1.empty() ? d.zeros.data() : d.b1.data() + e * n;
+  const double* w1n = d.w1_norm.data() + e * n;
+  const ExactSum mm1_exact(d.grid1[ue]);
+  // accumulation_bound(k, cs) = nu / (1 - nu) * cs, the same two operations in the same order.
+  const double mm1_coefficient = accumulation_bound(k, 1.0);
+  const double kap_inexact = accumulation_bound(n, 1.0);
   for (int64_t i = 0; i < t.rows; ++i) {
     double abs_sum = 0;
     bool exact = true;
     const double xn = d.x_norm[static_cast<size_t>(t.row0 + i)];
+    double* ai = a + i * n;
+    double* wi = weight + i * n;
     for (int64_t j = 0; j < n; ++j) {
-      const auto idx = static_cast<size_t>(i * n + j);
-      const double h = a[idx] + d.bias1(e, j);
+      const double h = ai[j] + b1[j];
       // sum_k |x W1| <= |x|_2 |W1 column|_2 (Cauchy-Schwarz) bounds the mm1 accumulation.
-      const double cs = xn * d.w1_norm[static_cast<size_t>(e * n + j)] + std::fabs(d.bias1(e, j));
-      const double e_acc = fp32_exact_sum(d.grid1[static_cast<size_t>(e)], cs) ? 0.0 : accumulation_bound(k, cs);
+      const double cs = xn * w1n[j] + std::fabs(b1[j]);
+      const double e_acc = mm1_exact(cs) ? 0.0 : mm1_coefficient * cs;
       const Tracked act = hidden_float(d, h, e_acc);
-      a[idx] = act.v;
-      weight[idx] = act.e;
+      ai[j] = act.v;
+      wi[j] = act.e;
       abs_sum += std::fabs(act.v);
       exact = exact && act.e == 0;
     }
     // mm2 is exact in fp32 when the hidden row is exact and every partial sum fits 24 bits.
-    const auto ue = static_cast<size_t>(e);
-    const int grid = std::min(product_grid(grid_exponent(a.data() + i * n, n), d.grid_w2[ue]), d.grid_b2[ue]);
+    const int grid = std::min(product_grid(grid_exponent(ai, n), d.grid_w2[ue]), d.grid_b2[ue]);
     exact = exact && fp32_exact_sum(grid, abs_sum * d.w2_max[ue] + d.b2_max[ue]);
-    const double kap = exact ? 0.0 : accumulation_bound(n, 1.0);
-    kappa[static_cast<size_t>(i)] = kap;
-    for (int64_t j = 0; j < n; ++j) {
-      const auto idx = static_cast<size_t>(i * n + j);
-      weight[idx] += kap * (std::fabs(a[idx]) + weight[idx]);
-    }
+    const double kap = exact ? 0.0 : kap_inexact;
+    kappa[i] = kap;
+    for (int64_t j = 0; j < n; ++j) wi[j] += kap * (std::fabs(ai[j]) + wi[j]);
   }
   double* y = d.y + t.row0 * k;
   double* mag = d.mag + t.row0 * k;
-  gemm_rows(a.data(), t.rows, n, d.w2m.at(e * n * k), k, y, weight.data(), mag);
+  gemm_rows(a, t.rows, n, d.w2m.at(e * n * k), k, y, weight, mag);
+  const double* b2 = d.b2.empty() ? d.zeros.data() : d.b2.data() + e * k;
   for (int64_t i = 0; i < t.rows; ++i) {
     for (int64_t j = 0; j < k; ++j) {
-      y[i * k + j] += d.bias2(e, j);
-      mag[i * k + j] += kappa[static_cast<size_t>(i)] * std::fabs(d.bias2(e, j));
+      y[i * k + j] += b2[j];
+      mag[i * k + j] += kappa[i] * std::fabs(b2[j]);
     }
   }
 }
@@ -175,9 +205,9 @@ Tracked fixpipe_activation(Activation act, double h, Tracked h32) {
 // deq2[m] * sum_n steps[n] |W2[n, m]| plus the fp32 conversions of the dequant.
 void run_quant_task(const Data& d, const Task& t) {
   const int64_t k = d.k, n = d.n, e = t.expert;
-  std::vector<double> aq(static_cast<size_t>(t.rows * n));
-  std::vector<double> steps(aq.size());
-  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1m.at(e * k * n), n, aq.data());
+  double* aq = scratch(0, static_cast<size_t>(t.rows * n)).data();
+  double* steps = scratch(1, static_cast<size_t>(t.rows * n)).data();
+  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1m.at(e * k * n), n, aq);
   for (int64_t i = 0; i < t.rows; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       const auto idx = static_cast<size_t>(i * n + j);
@@ -218,7 +248,7 @@ void run_quant_task(const Data& d, const Task& t) {
   }
   double* y = d.y + t.row0 * k;
   double* mag = d.mag + t.row0 * k;
-  gemm_rows(aq.data(), t.rows, n, d.w2m.at(e * n * k), k, y, steps.data(), mag);
+  gemm_rows(aq, t.rows, n, d.w2m.at(e * n * k), k, y, steps, mag);
   for (int64_t i = 0; i < t.rows; ++i) {
     for (int64_t j = 0; j < k; ++j) {
       const auto idx = static_cast<size_t>(i * k + j);
@@ -345,10 +375,20 @@ void forward(const Params& p, const TensorMap& in, Tensor& y, Tensor& magnitude)
   }
   d.y = y.ptr<double>();
   d.mag = magnitude.ptr<double>();
+  // y and magnitude come uninitialised: the zero-hidden path and rows no expert covers (a sum of
+  // expertTokens below M, which validate rejects) start from zeros; the tasks write every other
+  // element.
+  const std::vector<int64_t> offsets = expert_offsets(p.expert_tokens);
   if (p.n1 == 0 || p.k1 == 0) {
+    std::fill_n(d.y, p.m * p.k1, 0.0);
+    std::fill_n(d.mag, p.m * p.k1, 0.0);
     run_zero_hidden(d);
     return;
   }
+  const int64_t covered = std::min(offsets.back(), p.m);
+  std::fill(d.y + covered * p.k1, d.y + p.m * p.k1, 0.0);
+  std::fill(d.mag + covered * p.k1, d.mag + p.m * p.k1, 0.0);
+  d.zeros.assign(static_cast<size_t>(std::max(p.k1, p.n1)), 0.0);
   if (!d.quant()) prepare_float(d, e_n);
   if (d.path == Path::kF16HighPerformance && p.m * p.n1 >= kHalfTableMinElements) {
     const double* halves = math::exact_half_values(false);
@@ -360,7 +400,6 @@ void forward(const Params& p, const TensorMap& in, Tensor& y, Tensor& magnitude)
       }
     });
   }
-  const std::vector<int64_t> offsets = expert_offsets(p.expert_tokens);
   std::vector<Task> tasks;
   for (int64_t e = 0; e < e_n; ++e) {
     const int64_t end = offsets[static_cast<size_t>(e + 1)];
