@@ -156,7 +156,6 @@ void run_float_task(const Data& d, const Task& t) {
   const double mm1_coefficient = accumulation_bound(k, 1.0);
   const double kap_inexact = accumulation_bound(n, 1.0);
   for (int64_t i = 0; i < t.rows; ++i) {
-    double abs_sum = 0;
     bool exact = true;
     const double xn = d.x_norm[static_cast<size_t>(t.row0 + i)];
     double* ai = a + i * n;
@@ -169,12 +168,16 @@ void run_float_task(const Data& d, const Task& t) {
       const Tracked act = hidden_float(d, h, e_acc);
       ai[j] = act.v;
       wi[j] = act.e;
-      abs_sum += std::fabs(act.v);
       exact = exact && act.e == 0;
     }
-    // mm2 is exact in fp32 when the hidden row is exact and every partial sum fits 24 bits.
-    const int grid = std::min(product_grid(grid_exponent(ai, n), d.grid_w2[ue]), d.grid_b2[ue]);
-    exact = exact && fp32_exact_sum(grid, abs_sum * d.w2_max[ue] + d.b2_max[ue]);
+    // mm2 is exact in fp32 when the hidden row is exact and every partial sum fits 24 bits (the
+    // grid and the sum of |a| only matter for an exact row).
+    if (exact) {
+      double abs_sum = 0;
+      for (int64_t j = 0; j < n; ++j) abs_sum += std::fabs(ai[j]);
+      const int grid = std::min(product_grid(grid_exponent(ai, n), d.grid_w2[ue]), d.grid_b2[ue]);
+      exact = fp32_exact_sum(grid, abs_sum * d.w2_max[ue] + d.b2_max[ue]);
+    }
     const double kap = exact ? 0.0 : kap_inexact;
     kappa[i] = kap;
     for (int64_t j = 0; j < n; ++j) wi[j] += kap * (std::fabs(ai[j]) + wi[j]);
@@ -292,6 +295,41 @@ void run_zero_hidden(const Data& d) {
   }
 }
 
+// grid_exponent and max_abs of fp16 / bf16 values from their bit patterns: the grid of each
+// pattern's exact value (exact_half_values) in a table, and |value| ordered as the patterns with
+// the sign cleared (NaN patterns, above the infinity's, are skipped as max_abs skips NaN).
+struct HalfStats {
+  static constexpr int16_t kNone = INT16_MAX;  // zero, infinity, NaN: no grid
+  explicit HalfStats(bool bf16) : values(math::exact_half_values(bf16)), grids(65536),
+        infinity(bf16 ? 0x7F80 : 0x7C00), floor(bf16 ? -133 : -24) {
+    for (uint32_t b = 0; b < 65536; ++b) {
+      const int g = grid_exponent(values + b, 1);
+      grids[b] = g == kNoGrid ? kNone : static_cast<int16_t>(g);
+    }
+  }
+  static const HalfStats& of(bool bf16) {
+    static const HalfStats f16(false), bf(true);
+    return bf16 ? bf : f16;
+  }
+  int grid(const uint16_t* h, int64_t n) const {
+    int16_t m = kNone;
+    for (int64_t i = 0; i < n; ++i) m = std::min(m, grids[h[i]]);
+    return m == kNone ? kNoGrid : m;
+  }
+  double max_abs(const uint16_t* h, int64_t n) const {
+    uint16_t m = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const auto a = static_cast<uint16_t>(h[i] & 0x7FFF);
+      m = a <= infinity && a > m ? a : m;
+    }
+    return values[m];
+  }
+  const double* values;
+  std::vector<int16_t> grids;
+  uint16_t infinity;
+  int floor;  // every value of the format is a multiple of 2^floor
+};
+
 // Row norms, column norms and grids; rows and experts over the threads (each sum is one thread's,
 // in the same order as a serial loop).
 void prepare_float(Data& d, int64_t e_n) {
@@ -316,22 +354,36 @@ void prepare_float(Data& d, int64_t e_n) {
   d.b2_max.assign(ue_n, 0.0);
   math::parallel_for(e_n, [&](int64_t e) {
     // Row by row (the weights stay fp16 / bf16): the column sums keep the order of i, and grids
-    // and maxima are minima and maxima over rows.
+    // and maxima are minima and maxima over rows. fp16 / bf16 weights take grids and maxima from
+    // their bit patterns (HalfStats: the same values), and a grid at the format's floor cannot
+    // go lower, so the remaining rows' grids are not needed.
     std::vector<double> buf(static_cast<size_t>(std::max(k, n)));
     double* dst = d.w1_norm.data() + e * n;
     int grid_w1 = kNoGrid;
     for (int64_t i = 0; i < k; ++i) {
-      const double* row = d.w1m.row((e * k + i) * n, n, buf.data());
+      const int64_t first = (e * k + i) * n;
+      const double* row = d.w1m.row(first, n, buf.data());
       for (int64_t j = 0; j < n; ++j) dst[j] += row[j] * row[j];
-      grid_w1 = std::min(grid_w1, grid_exponent(row, n));
+      if (d.w1m.halves == nullptr) {
+        grid_w1 = std::min(grid_w1, grid_exponent(row, n));
+      } else if (grid_w1 > HalfStats::of(d.w1m.bf16).floor) {
+        grid_w1 = std::min(grid_w1, HalfStats::of(d.w1m.bf16).grid(d.w1m.halves + first, n));
+      }
     }
     for (int64_t j = 0; j < n; ++j) dst[j] = std::sqrt(dst[j]);
     int grid_w2 = kNoGrid;
     double w2_max = 0;
     for (int64_t i = 0; i < n; ++i) {
-      const double* row = d.w2m.row((e * n + i) * k, k, buf.data());
-      grid_w2 = std::min(grid_w2, grid_exponent(row, k));
-      w2_max = std::max(w2_max, max_abs(row, k));
+      const int64_t first = (e * n + i) * k;
+      if (d.w2m.halves == nullptr) {
+        const double* row = d.w2m.row(first, k, buf.data());
+        grid_w2 = std::min(grid_w2, grid_exponent(row, k));
+        w2_max = std::max(w2_max, max_abs(row, k));
+        continue;
+      }
+      const HalfStats& hs = HalfStats::of(d.w2m.bf16);
+      if (grid_w2 > hs.floor) grid_w2 = std::min(grid_w2, hs.grid(d.w2m.halves + first, k));
+      w2_max = std::max(w2_max, hs.max_abs(d.w2m.halves + first, k));
     }
     const auto [b1, b1_len] = slice(d.b1, e, n);
     const auto [b2, b2_len] = slice(d.b2, e, k);
