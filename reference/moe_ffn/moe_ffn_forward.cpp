@@ -16,6 +16,7 @@
 #include "reference/math/shared_simd.h"
 #include "reference/moe_ffn/moe_ffn_bound.h"
 #include "reference/moe_ffn/moe_ffn_gemm.h"
+#include "reference/moe_ffn/moe_ffn_lanes.h"
 
 namespace opgate::ref::moe_ffn {
 namespace {
@@ -155,21 +156,58 @@ void run_float_task(const Data& d, const Task& t) {
   // accumulation_bound(k, cs) = nu / (1 - nu) * cs, the same two operations in the same order.
   const double mm1_coefficient = accumulation_bound(k, 1.0);
   const double kap_inexact = accumulation_bound(n, 1.0);
+  const bool four_lanes = d.path == Path::kF16HighPerformance && lanes_handle(d.act);
   for (int64_t i = 0; i < t.rows; ++i) {
     bool exact = true;
     const double xn = d.x_norm[static_cast<size_t>(t.row0 + i)];
     double* ai = a + i * n;
     double* wi = weight + i * n;
+    // High performance, fastgelu / silu: the hidden values the table does not pin wait in groups
+    // of four for activation_bound4 (the same bounds, four chains side by side).
+    int64_t pending[4];
+    double ph[4], pe[4];
+    int np = 0;
+    const auto flush = [&](int count) {
+      Tracked out[4];
+      bool scalar[4] = {true, true, true, true};
+      if (count == 4) activation_bound4(d.act, ph, pe, out, scalar);
+      for (int l = 0; l < count; ++l) {
+        const Tracked act = scalar[l] ? activation_bound(d.act, ph[l], pe[l], DType::kF16) : out[l];
+        ai[pending[l]] = act.v;
+        wi[pending[l]] = act.e;
+        exact = exact && act.e == 0;
+      }
+    };
     for (int64_t j = 0; j < n; ++j) {
       const double h = ai[j] + b1[j];
       // sum_k |x W1| <= |x|_2 |W1 column|_2 (Cauchy-Schwarz) bounds the mm1 accumulation.
       const double cs = xn * w1n[j] + std::fabs(b1[j]);
       const double e_acc = mm1_exact(cs) ? 0.0 : mm1_coefficient * cs;
+      if (four_lanes) {
+        // hidden_float's high-performance branch, the activation deferred.
+        const Tracked h16 = round_exact({h, e_acc}, DType::kF16, Rounding::kNearestEven);
+        if (h16.e == 0 && !d.half_act.empty()) {
+          const Tracked act = d.half_act[f16_bits_of_exact(h16.v)];
+          ai[j] = act.v;
+          wi[j] = act.e;
+          exact = exact && act.e == 0;
+          continue;
+        }
+        pending[np] = j;
+        ph[np] = h16.v;
+        pe[np] = h16.e;
+        if (++np == 4) {
+          flush(4);
+          np = 0;
+        }
+        continue;
+      }
       const Tracked act = hidden_float(d, h, e_acc);
       ai[j] = act.v;
       wi[j] = act.e;
       exact = exact && act.e == 0;
     }
+    flush(np);
     // mm2 is exact in fp32 when the hidden row is exact and every partial sum fits 24 bits (the
     // grid and the sum of |a| only matter for an exact row).
     if (exact) {

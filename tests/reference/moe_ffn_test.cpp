@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "cases/moe_ffn.h"
 #include "core/parallel.h"
 #include "reference/moe_ffn/moe_ffn_bound.h"
+#include "reference/moe_ffn/moe_ffn_lanes.h"
 #include "tests/reference/moe_ffn_testing.h"
 
 namespace opgate::ref::moe_ffn {
@@ -486,6 +489,80 @@ TEST(MoeFFNReference, float_paths_equal_the_plain_formulation_at_any_thread_coun
     }
   }
   math::set_threads(0);  // the default again
+}
+
+uint64_t bits_of(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+// activation_bound4 against activation_bound(act, h, e, kF16), lane by lane, bit for bit: hidden
+// values over many binades and both signs, fp16 values and their rounding midpoints (the pinned
+// and the undetermined roundings), zeros of both signs, double subnormals, values near the exp
+// overflow guard and near fp16 overflow, with bounds of 0, a fraction of an fp16 ulp, several ulps
+// and huge, infinite or NaN bounds. Lanes it leaves to the scalar code are allowed, but must be few
+// for ordinary values (else the test would prove nothing).
+TEST(MoeFFNReference, four_lane_activation_bounds_equal_the_scalar_ones) {
+  std::mt19937_64 rng(77);
+  std::vector<double> hs, es;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 400000; ++i) {
+    double h;
+    switch (i % 8) {
+      case 0: h = std::normal_distribution<double>(0, 2)(rng); break;
+      case 1: h = std::ldexp(std::uniform_real_distribution<double>(1, 2)(rng), static_cast<int>(rng() % 60) - 40); break;
+      case 2: {  // a finite fp16 value, or the midpoint to the next one (a tie)
+        const auto b = static_cast<uint16_t>(rng() % 0x7BFF);
+        const double v = f16_to_double(b), next = f16_to_double(static_cast<uint16_t>(b + 1));
+        h = rng() % 2 == 0 ? v : v + (next - v) / 2;
+        break;
+      }
+      case 3: h = std::uniform_real_distribution<double>(-8, 8)(rng); break;
+      case 4: h = std::uniform_real_distribution<double>(-7, -5)(rng); break;  // exp argument near 11
+      case 5: h = std::uniform_real_distribution<double>(30000, 70000)(rng); break;
+      case 6: { const double z[] = {0.0, -0.0, 0x1p-1074, -0x1p-1060, 0x1p-30, -0x1p-25}; h = z[rng() % 6]; break; }
+      default: h = std::uniform_real_distribution<double>(-1, 1)(rng); break;
+    }
+    if (rng() % 2 == 0 && i % 8 != 6) h = -h;
+    double e;
+    const double u = std::ldexp(1.0, std::max(-24, std::ilogb(h == 0 ? 0x1p-24 : h) - 10));  // about an fp16 ulp of h
+    switch (rng() % 7) {
+      case 0: e = 0; break;
+      case 1: e = u * std::uniform_real_distribution<double>(0, 0.5)(rng); break;
+      case 2: e = u * std::uniform_real_distribution<double>(0.5, 4)(rng); break;
+      case 3: e = u * 1e-6; break;
+      case 4: e = rng() % 8 == 0 ? inf : (rng() % 8 == 0 ? std::nan("") : 1e6); break;
+      default: e = round_exact({h, u * 0.7}, DType::kF16, Rounding::kNearestEven).e; break;  // forward's bounds
+    }
+    hs.push_back(h);
+    es.push_back(e);
+  }
+  for (Activation act : {Activation::kFastGelu, Activation::kSilu}) {
+    ASSERT_TRUE(lanes_handle(act));
+    int64_t vector_lanes = 0, ordinary = 0, bad = 0;
+    for (size_t i = 0; i + 4 <= hs.size(); i += 4) {
+      Tracked out[4];
+      bool scalar[4];
+      activation_bound4(act, hs.data() + i, es.data() + i, out, scalar);
+      for (int l = 0; l < 4; ++l) {
+        const double h = hs[i + l], e = es[i + l];
+        const bool usual = std::isfinite(e) && std::fabs(h) < 4 && e < 1;
+        ordinary += usual;
+        if (scalar[l]) continue;
+        vector_lanes += usual;
+        const Tracked want = activation_bound(act, h, e, DType::kF16);
+        if ((bits_of(want.v) != bits_of(out[l].v) || bits_of(want.e) != bits_of(out[l].e)) && ++bad <= 5) {
+          ADD_FAILURE() << activation_name(act) << " h " << std::hexfloat << h << " e " << e << ": " << want.v << " "
+                        << want.e << " vs " << out[l].v << " " << out[l].e;
+        }
+      }
+    }
+    EXPECT_EQ(bad, 0) << activation_name(act);
+    EXPECT_GT(vector_lanes, ordinary * 9 / 10) << activation_name(act) << ": too many lanes left to the scalar code";
+  }
+  EXPECT_FALSE(lanes_handle(Activation::kGelu));
+  EXPECT_FALSE(lanes_handle(Activation::kRelu));
 }
 
 }  // namespace
