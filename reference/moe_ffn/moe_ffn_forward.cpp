@@ -131,8 +131,9 @@ struct ExactSum {
   double limit = 0;
 };
 
-// Scratch of one task, kept per thread across tasks and calls (every element is written before
-// it is read, so the pages are touched once, not zeroed again per task).
+// Scratch of one task, kept per thread across the tasks a thread runs (parallel_for's workers live
+// for one call; the calling thread keeps its buffers across calls). Every element is written before
+// it is read, so nothing is zeroed per task and the pages are touched once per thread.
 std::vector<double>& scratch(int which, size_t size) {
   static thread_local std::vector<double> buffers[3];
   std::vector<double>& b = buffers[which];
