@@ -13,7 +13,6 @@ namespace opgate::ref::moe_ffn {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kExactUlps = 0.5;  // correctly rounded Add, Mul, Cast
 constexpr double kDivUlps = 1.0;    // ASSUMPTION: vector Div within 1 ulp
 constexpr double kExpUlps = 2.0;    // ASSUMPTION: vector Exp within 2 ulps
 
@@ -87,50 +86,6 @@ Tracked gelu_tanh(const Eval& ev, Tracked x) {
 
 // 2^-p (p <= 53, exact); a division by a power of two instead of ldexp in per-element bounds.
 double unit_roundoff(DType t) { return 1.0 / static_cast<double>(uint64_t{1} << mantissa_digits(t)); }
-
-Tracked round_bound(Tracked x, DType t, double ulps) {
-  if (!std::isfinite(x.v) || !std::isfinite(x.e)) return {x.v, kInf};
-  if (ulps == kExactUlps) {
-    // A correctly rounded op is monotone, so the device's result lies between the roundings of the
-    // ends of [v - e, v + e], under either tie rule (RNE or CAST_ROUND). The ends are widened by a
-    // few double ulps so that computing them in double cannot shrink the interval.
-    const double slack = x.e > 0 ? 4 * std::numeric_limits<double>::epsilon() * (std::fabs(x.v) + x.e) : 0.0;
-    const double lo = x.v - x.e - slack;
-    const double hi = x.v + x.e + slack;
-    const double r_lo =
-        std::min(math::round_fast(t, lo, Rounding::kNearestEven), math::round_fast(t, lo, Rounding::kHalfAway));
-    const double r_hi =
-        std::max(math::round_fast(t, hi, Rounding::kNearestEven), math::round_fast(t, hi, Rounding::kHalfAway));
-    if (!std::isfinite(r_lo) || !std::isfinite(r_hi)) return {x.v, kInf};
-    return {x.v, std::max(x.v - r_lo, r_hi - x.v)};
-  }
-  if (x.e == 0 && x.v == 0) return x;
-  const double reach = std::fabs(x.v) + x.e;
-  if (reach >= max_finite(t)) return {x.v, kInf};
-  return {x.v, x.e + ulps * math::ulp_fast(t, reach)};
-}
-
-Tracked round_exact(Tracked x, DType t, Rounding mode) {
-  if (std::isfinite(x.v) && std::isfinite(x.e)) {
-    // Rounding is monotone: the device's result lies between the roundings of the ends of
-    // [v - e, v + e] (widened as in round_bound); when they coincide it is that value.
-    const double slack = x.e > 0 ? 4 * std::numeric_limits<double>::epsilon() * (std::fabs(x.v) + x.e) : 0.0;
-    const double lo = x.v - x.e - slack;
-    const double hi = x.v + x.e + slack;
-    const double r_lo = math::round_fast(t, lo, mode);
-    const double r_hi = math::round_fast(t, hi, mode);
-    if (r_lo == r_hi && std::isfinite(r_lo)) return {r_lo, 0.0};
-    if (mode == Rounding::kNearestEven || mode == Rounding::kHalfAway) {
-      // round_bound(x, t), reusing the ends already rounded with one of its two tie rules.
-      const Rounding other = mode == Rounding::kNearestEven ? Rounding::kHalfAway : Rounding::kNearestEven;
-      const double lo_end = std::min(r_lo, math::round_fast(t, lo, other));
-      const double hi_end = std::max(r_hi, math::round_fast(t, hi, other));
-      if (!std::isfinite(lo_end) || !std::isfinite(hi_end)) return {x.v, kInf};
-      return {x.v, std::max(x.v - lo_end, hi_end - x.v)};
-    }
-  }
-  return round_bound(x, t);
-}
 
 Tracked activation_bound(Activation a, double h, double e_h, DType t) {
   const double ref = activate(a, h);

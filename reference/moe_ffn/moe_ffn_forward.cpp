@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "reference/math/shared_simd.h"
 #include "reference/moe_ffn/moe_ffn_bound.h"
 #include "reference/moe_ffn/moe_ffn_gemm.h"
+#include "reference/moe_ffn/moe_ffn_lanes.h"
 
 namespace opgate::ref::moe_ffn {
 namespace {
@@ -92,6 +94,7 @@ struct Data {
   // High-performance path at model sizes: activation_bound(act, v, 0, fp16) of every finite fp16
   // pattern (a pure function of the pattern, so a lookup returns exactly what a call would).
   std::vector<Tracked> half_act;
+  std::vector<double> zeros;  // max(K1, N1) zeros: the bias of a call without bias1 / bias2
   double* y = nullptr;
   double* mag = nullptr;
 
@@ -115,48 +118,117 @@ Tracked hidden_float(const Data& d, double h, double e_acc) {
   return round_exact(a, d.path == Path::kBF16 ? DType::kBF16 : DType::kF16, Rounding::kHalfAway);
 }
 
+// fp32_exact_sum(grid, mag) for one grid, with 2^(24 + grid) computed once.
+struct ExactSum {
+  explicit ExactSum(int grid) : always(grid == kNoGrid), never(grid != kNoGrid && grid < -149) {
+    if (!always && !never) {
+      // The largest mag fp32_exact_sum accepts: 2^(24 + grid), or inf beyond double's range.
+      limit = 24 + grid > 1023 ? std::numeric_limits<double>::infinity() : std::ldexp(1.0, 24 + grid);
+    }
+  }
+  bool operator()(double mag) const { return always || (!never && mag <= limit); }
+  bool always, never;
+  double limit = 0;
+};
+
+// Scratch of one task, kept per thread across the tasks a thread runs (parallel_for's workers live
+// for one call; the calling thread keeps its buffers across calls). Every element is written before
+// it is read, so nothing is zeroed per task and the pages are touched once per thread.
+std::vector<double>& scratch(int which, size_t size) {
+  static thread_local std::vector<double> buffers[3];
+  std::vector<double>& b = buffers[which];
+  if (b.size() < size) b.resize(size);
+  return b;
+}
+
 // fp paths. Budget of y[r, m] = sum_n |W2[n, m]| (e_a[n] + kappa (|a[n]| + e_a[n])) + kappa |b2[m]|
 // with e_a the hidden bound and kappa the fp32 accumulation bound of mm2 (0 when exact).
 void run_float_task(const Data& d, const Task& t) {
   const int64_t k = d.k, n = d.n, e = t.expert;
-  std::vector<double> a(static_cast<size_t>(t.rows * n));
-  std::vector<double> weight(a.size());
-  std::vector<double> kappa(static_cast<size_t>(t.rows));
-  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1m.at(e * k * n), n, a.data());
+  const auto ue = static_cast<size_t>(e);
+  double* a = scratch(0, static_cast<size_t>(t.rows * n)).data();
+  double* weight = scratch(1, static_cast<size_t>(t.rows * n)).data();
+  double* kappa = scratch(2, static_cast<size_t>(t.rows)).data();
+  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1m.at(e * k * n), n, a);
+  // bias1(e, j) and |bias1(e, j)| (0 without bias1), the column norms and the per-expert constants.
+  const double* b1 = d.b1.empty() ? d.zeros.data() : d.b1.data() + e * n;
+  const double* w1n = d.w1_norm.data() + e * n;
+  const ExactSum mm1_exact(d.grid1[ue]);
+  // accumulation_bound(k, cs) = nu / (1 - nu) * cs, the same two operations in the same order.
+  const double mm1_coefficient = accumulation_bound(k, 1.0);
+  const double kap_inexact = accumulation_bound(n, 1.0);
+  const bool four_lanes = d.path == Path::kF16HighPerformance && lanes_handle(d.act);
   for (int64_t i = 0; i < t.rows; ++i) {
-    double abs_sum = 0;
     bool exact = true;
     const double xn = d.x_norm[static_cast<size_t>(t.row0 + i)];
+    double* ai = a + i * n;
+    double* wi = weight + i * n;
+    // High performance, fastgelu / silu: the hidden values the table does not pin wait in groups
+    // of four for activation_bound4 (the same bounds, four chains side by side).
+    int64_t pending[4];
+    double ph[4], pe[4];
+    int np = 0;
+    const auto flush = [&](int count) {
+      Tracked out[4];
+      bool scalar[4] = {true, true, true, true};
+      if (count == 4) activation_bound4(d.act, ph, pe, out, scalar);
+      for (int l = 0; l < count; ++l) {
+        const Tracked act = scalar[l] ? activation_bound(d.act, ph[l], pe[l], DType::kF16) : out[l];
+        ai[pending[l]] = act.v;
+        wi[pending[l]] = act.e;
+        exact = exact && act.e == 0;
+      }
+    };
     for (int64_t j = 0; j < n; ++j) {
-      const auto idx = static_cast<size_t>(i * n + j);
-      const double h = a[idx] + d.bias1(e, j);
+      const double h = ai[j] + b1[j];
       // sum_k |x W1| <= |x|_2 |W1 column|_2 (Cauchy-Schwarz) bounds the mm1 accumulation.
-      const double cs = xn * d.w1_norm[static_cast<size_t>(e * n + j)] + std::fabs(d.bias1(e, j));
-      const double e_acc = fp32_exact_sum(d.grid1[static_cast<size_t>(e)], cs) ? 0.0 : accumulation_bound(k, cs);
+      const double cs = xn * w1n[j] + std::fabs(b1[j]);
+      const double e_acc = mm1_exact(cs) ? 0.0 : mm1_coefficient * cs;
+      if (four_lanes) {
+        // hidden_float's high-performance branch, the activation deferred.
+        const Tracked h16 = round_exact({h, e_acc}, DType::kF16, Rounding::kNearestEven);
+        if (h16.e == 0 && !d.half_act.empty()) {
+          const Tracked act = d.half_act[f16_bits_of_exact(h16.v)];
+          ai[j] = act.v;
+          wi[j] = act.e;
+          exact = exact && act.e == 0;
+          continue;
+        }
+        pending[np] = j;
+        ph[np] = h16.v;
+        pe[np] = h16.e;
+        if (++np == 4) {
+          flush(4);
+          np = 0;
+        }
+        continue;
+      }
       const Tracked act = hidden_float(d, h, e_acc);
-      a[idx] = act.v;
-      weight[idx] = act.e;
-      abs_sum += std::fabs(act.v);
+      ai[j] = act.v;
+      wi[j] = act.e;
       exact = exact && act.e == 0;
     }
-    // mm2 is exact in fp32 when the hidden row is exact and every partial sum fits 24 bits.
-    const auto ue = static_cast<size_t>(e);
-    const int grid = std::min(product_grid(grid_exponent(a.data() + i * n, n), d.grid_w2[ue]), d.grid_b2[ue]);
-    exact = exact && fp32_exact_sum(grid, abs_sum * d.w2_max[ue] + d.b2_max[ue]);
-    const double kap = exact ? 0.0 : accumulation_bound(n, 1.0);
-    kappa[static_cast<size_t>(i)] = kap;
-    for (int64_t j = 0; j < n; ++j) {
-      const auto idx = static_cast<size_t>(i * n + j);
-      weight[idx] += kap * (std::fabs(a[idx]) + weight[idx]);
+    flush(np);
+    // mm2 is exact in fp32 when the hidden row is exact and every partial sum fits 24 bits (the
+    // grid and the sum of |a| only matter for an exact row).
+    if (exact) {
+      double abs_sum = 0;
+      for (int64_t j = 0; j < n; ++j) abs_sum += std::fabs(ai[j]);
+      const int grid = std::min(product_grid(grid_exponent(ai, n), d.grid_w2[ue]), d.grid_b2[ue]);
+      exact = fp32_exact_sum(grid, abs_sum * d.w2_max[ue] + d.b2_max[ue]);
     }
+    const double kap = exact ? 0.0 : kap_inexact;
+    kappa[i] = kap;
+    for (int64_t j = 0; j < n; ++j) wi[j] += kap * (std::fabs(ai[j]) + wi[j]);
   }
   double* y = d.y + t.row0 * k;
   double* mag = d.mag + t.row0 * k;
-  gemm_rows(a.data(), t.rows, n, d.w2m.at(e * n * k), k, y, weight.data(), mag);
+  gemm_rows(a, t.rows, n, d.w2m.at(e * n * k), k, y, weight, mag);
+  const double* b2 = d.b2.empty() ? d.zeros.data() : d.b2.data() + e * k;
   for (int64_t i = 0; i < t.rows; ++i) {
     for (int64_t j = 0; j < k; ++j) {
-      y[i * k + j] += d.bias2(e, j);
-      mag[i * k + j] += kappa[static_cast<size_t>(i)] * std::fabs(d.bias2(e, j));
+      y[i * k + j] += b2[j];
+      mag[i * k + j] += kappa[i] * std::fabs(b2[j]);
     }
   }
 }
@@ -175,9 +247,9 @@ Tracked fixpipe_activation(Activation act, double h, Tracked h32) {
 // deq2[m] * sum_n steps[n] |W2[n, m]| plus the fp32 conversions of the dequant.
 void run_quant_task(const Data& d, const Task& t) {
   const int64_t k = d.k, n = d.n, e = t.expert;
-  std::vector<double> aq(static_cast<size_t>(t.rows * n));
-  std::vector<double> steps(aq.size());
-  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1m.at(e * k * n), n, aq.data());
+  double* aq = scratch(0, static_cast<size_t>(t.rows * n)).data();
+  double* steps = scratch(1, static_cast<size_t>(t.rows * n)).data();
+  gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1m.at(e * k * n), n, aq);
   for (int64_t i = 0; i < t.rows; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       const auto idx = static_cast<size_t>(i * n + j);
@@ -218,7 +290,7 @@ void run_quant_task(const Data& d, const Task& t) {
   }
   double* y = d.y + t.row0 * k;
   double* mag = d.mag + t.row0 * k;
-  gemm_rows(aq.data(), t.rows, n, d.w2m.at(e * n * k), k, y, steps.data(), mag);
+  gemm_rows(aq, t.rows, n, d.w2m.at(e * n * k), k, y, steps, mag);
   for (int64_t i = 0; i < t.rows; ++i) {
     for (int64_t j = 0; j < k; ++j) {
       const auto idx = static_cast<size_t>(i * k + j);
@@ -262,6 +334,41 @@ void run_zero_hidden(const Data& d) {
   }
 }
 
+// grid_exponent and max_abs of fp16 / bf16 values from their bit patterns: the grid of each
+// pattern's exact value (exact_half_values) in a table, and |value| ordered as the patterns with
+// the sign cleared (NaN patterns, above the infinity's, are skipped as max_abs skips NaN).
+struct HalfStats {
+  static constexpr int16_t kNone = INT16_MAX;  // zero, infinity, NaN: no grid
+  explicit HalfStats(bool bf16) : values(math::exact_half_values(bf16)), grids(65536),
+        infinity(bf16 ? 0x7F80 : 0x7C00), floor(bf16 ? -133 : -24) {
+    for (uint32_t b = 0; b < 65536; ++b) {
+      const int g = grid_exponent(values + b, 1);
+      grids[b] = g == kNoGrid ? kNone : static_cast<int16_t>(g);
+    }
+  }
+  static const HalfStats& of(bool bf16) {
+    static const HalfStats f16(false), bf(true);
+    return bf16 ? bf : f16;
+  }
+  int grid(const uint16_t* h, int64_t n) const {
+    int16_t m = kNone;
+    for (int64_t i = 0; i < n; ++i) m = std::min(m, grids[h[i]]);
+    return m == kNone ? kNoGrid : m;
+  }
+  double max_abs(const uint16_t* h, int64_t n) const {
+    uint16_t m = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const auto a = static_cast<uint16_t>(h[i] & 0x7FFF);
+      m = a <= infinity && a > m ? a : m;
+    }
+    return values[m];
+  }
+  const double* values;
+  std::vector<int16_t> grids;
+  uint16_t infinity;
+  int floor;  // every value of the format is a multiple of 2^floor
+};
+
 // Row norms, column norms and grids; rows and experts over the threads (each sum is one thread's,
 // in the same order as a serial loop).
 void prepare_float(Data& d, int64_t e_n) {
@@ -286,22 +393,36 @@ void prepare_float(Data& d, int64_t e_n) {
   d.b2_max.assign(ue_n, 0.0);
   math::parallel_for(e_n, [&](int64_t e) {
     // Row by row (the weights stay fp16 / bf16): the column sums keep the order of i, and grids
-    // and maxima are minima and maxima over rows.
+    // and maxima are minima and maxima over rows. fp16 / bf16 weights take grids and maxima from
+    // their bit patterns (HalfStats: the same values), and a grid at the format's floor cannot
+    // go lower, so the remaining rows' grids are not needed.
     std::vector<double> buf(static_cast<size_t>(std::max(k, n)));
     double* dst = d.w1_norm.data() + e * n;
     int grid_w1 = kNoGrid;
     for (int64_t i = 0; i < k; ++i) {
-      const double* row = d.w1m.row((e * k + i) * n, n, buf.data());
+      const int64_t first = (e * k + i) * n;
+      const double* row = d.w1m.row(first, n, buf.data());
       for (int64_t j = 0; j < n; ++j) dst[j] += row[j] * row[j];
-      grid_w1 = std::min(grid_w1, grid_exponent(row, n));
+      if (d.w1m.halves == nullptr) {
+        grid_w1 = std::min(grid_w1, grid_exponent(row, n));
+      } else if (grid_w1 > HalfStats::of(d.w1m.bf16).floor) {
+        grid_w1 = std::min(grid_w1, HalfStats::of(d.w1m.bf16).grid(d.w1m.halves + first, n));
+      }
     }
     for (int64_t j = 0; j < n; ++j) dst[j] = std::sqrt(dst[j]);
     int grid_w2 = kNoGrid;
     double w2_max = 0;
     for (int64_t i = 0; i < n; ++i) {
-      const double* row = d.w2m.row((e * n + i) * k, k, buf.data());
-      grid_w2 = std::min(grid_w2, grid_exponent(row, k));
-      w2_max = std::max(w2_max, max_abs(row, k));
+      const int64_t first = (e * n + i) * k;
+      if (d.w2m.halves == nullptr) {
+        const double* row = d.w2m.row(first, k, buf.data());
+        grid_w2 = std::min(grid_w2, grid_exponent(row, k));
+        w2_max = std::max(w2_max, max_abs(row, k));
+        continue;
+      }
+      const HalfStats& hs = HalfStats::of(d.w2m.bf16);
+      if (grid_w2 > hs.floor) grid_w2 = std::min(grid_w2, hs.grid(d.w2m.halves + first, k));
+      w2_max = std::max(w2_max, hs.max_abs(d.w2m.halves + first, k));
     }
     const auto [b1, b1_len] = slice(d.b1, e, n);
     const auto [b2, b2_len] = slice(d.b2, e, k);
@@ -345,10 +466,20 @@ void forward(const Params& p, const TensorMap& in, Tensor& y, Tensor& magnitude)
   }
   d.y = y.ptr<double>();
   d.mag = magnitude.ptr<double>();
+  // y and magnitude come uninitialised: the zero-hidden path and rows no expert covers (a sum of
+  // expertTokens below M, which validate rejects) start from zeros; the tasks write every other
+  // element.
+  const std::vector<int64_t> offsets = expert_offsets(p.expert_tokens);
   if (p.n1 == 0 || p.k1 == 0) {
+    std::fill_n(d.y, p.m * p.k1, 0.0);
+    std::fill_n(d.mag, p.m * p.k1, 0.0);
     run_zero_hidden(d);
     return;
   }
+  const int64_t covered = std::min(offsets.back(), p.m);
+  std::fill(d.y + covered * p.k1, d.y + p.m * p.k1, 0.0);
+  std::fill(d.mag + covered * p.k1, d.mag + p.m * p.k1, 0.0);
+  d.zeros.assign(static_cast<size_t>(std::max(p.k1, p.n1)), 0.0);
   if (!d.quant()) prepare_float(d, e_n);
   if (d.path == Path::kF16HighPerformance && p.m * p.n1 >= kHalfTableMinElements) {
     const double* halves = math::exact_half_values(false);
@@ -360,7 +491,6 @@ void forward(const Params& p, const TensorMap& in, Tensor& y, Tensor& magnitude)
       }
     });
   }
-  const std::vector<int64_t> offsets = expert_offsets(p.expert_tokens);
   std::vector<Task> tasks;
   for (int64_t e = 0; e < e_n; ++e) {
     const int64_t end = offsets[static_cast<size_t>(e + 1)];

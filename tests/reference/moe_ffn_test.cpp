@@ -6,13 +6,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "cases/moe_ffn.h"
+#include "core/parallel.h"
 #include "reference/moe_ffn/moe_ffn_bound.h"
+#include "reference/moe_ffn/moe_ffn_lanes.h"
 #include "tests/reference/moe_ffn_testing.h"
 
 namespace opgate::ref::moe_ffn {
@@ -317,6 +322,247 @@ TEST(MoeFFNReference, activation_table_equals_direct_evaluation) {
       }
     }
   }
+}
+
+// The fp paths of the reference written plainly, from the formulas in moe_ffn_forward.cpp's
+// comments and spec §2.7: every sum a loop in increasing index from 0.0, grids and maxima over the
+// converted values, no tables, no blocking, no threads. Only the bound primitives of
+// moe_ffn_bound.h are shared with the reference.
+struct PlainOut {
+  std::vector<double> y, mag;
+};
+
+int plain_product_grid(int a, int b) { return a == kNoGrid || b == kNoGrid ? kNoGrid : a + b; }
+
+double plain_max_abs(const double* v, int64_t n) {
+  double m = 0;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(v[i]));
+  return m;
+}
+
+PlainOut plain_float_reference(const Params& p, const TensorMap& in) {
+  const int64_t m_rows = p.m, k = p.k1, n = p.n1, e_n = num_experts(p);
+  const Path path = path_of(p);
+  const Activation act = parse_activation(p.activation);
+  const std::vector<double> x = values_of(in.at("x")), w1 = values_of(in.at("weight1")),
+                            w2 = values_of(in.at("weight2"));
+  const std::vector<double> b1 = p.has_bias1 ? values_of(in.at("bias1")) : std::vector<double>(e_n * n, 0.0);
+  const std::vector<double> b2 = p.has_bias2 ? values_of(in.at("bias2")) : std::vector<double>(e_n * k, 0.0);
+  const std::vector<int64_t> off = expert_offsets(p.expert_tokens);
+  const int grid_x = grid_exponent(x.data(), m_rows * k);
+  PlainOut out{std::vector<double>(m_rows * k), std::vector<double>(m_rows * k)};
+  for (int64_t e = 0; e < e_n; ++e) {
+    const double* w1e = w1.data() + e * k * n;
+    const double* w2e = w2.data() + e * n * k;
+    const double* b1e = b1.data() + e * n;
+    const double* b2e = b2.data() + e * k;
+    std::vector<double> w1_norm(n, 0.0);
+    for (int64_t i = 0; i < k; ++i) {
+      for (int64_t j = 0; j < n; ++j) w1_norm[j] += w1e[i * n + j] * w1e[i * n + j];
+    }
+    for (double& v : w1_norm) v = std::sqrt(v);
+    const int grid1 = std::min(plain_product_grid(grid_x, grid_exponent(w1e, k * n)), grid_exponent(b1e, n));
+    const int grid_w2 = grid_exponent(w2e, n * k), grid_b2 = grid_exponent(b2e, k);
+    const double w2_max = plain_max_abs(w2e, n * k), b2_max = plain_max_abs(b2e, k);
+    for (int64_t r = off[e]; r < off[e + 1]; ++r) {
+      const double* xr = x.data() + r * k;
+      double xx = 0;
+      for (int64_t i = 0; i < k; ++i) xx += xr[i] * xr[i];
+      const double xn = std::sqrt(xx);
+      std::vector<double> a(n), weight(n);
+      bool exact = true;
+      for (int64_t j = 0; j < n; ++j) {
+        double h = 0;
+        for (int64_t i = 0; i < k; ++i) h += xr[i] * w1e[i * n + j];
+        h = h + b1e[j];
+        const double cs = xn * w1_norm[j] + std::fabs(b1e[j]);
+        const double e_acc = fp32_exact_sum(grid1, cs) ? 0.0 : accumulation_bound(k, cs);
+        Tracked t;
+        if (path == Path::kF16HighPerformance) {
+          const Tracked h16 = round_exact({h, e_acc}, DType::kF16, Rounding::kNearestEven);
+          t = activation_bound(act, h16.v, h16.e, DType::kF16);
+        } else {
+          t = round_exact(activation_bound(act, h, e_acc, DType::kF32), path == Path::kBF16 ? DType::kBF16 : DType::kF16,
+                          Rounding::kHalfAway);
+        }
+        a[j] = t.v;
+        weight[j] = t.e;
+        exact = exact && t.e == 0;
+      }
+      double abs_sum = 0;
+      for (int64_t j = 0; j < n; ++j) abs_sum += std::fabs(a[j]);
+      const int grid = std::min(plain_product_grid(grid_exponent(a.data(), n), grid_w2), grid_b2);
+      exact = exact && fp32_exact_sum(grid, abs_sum * w2_max + b2_max);
+      const double kap = exact ? 0.0 : accumulation_bound(n, 1.0);
+      for (int64_t j = 0; j < n; ++j) weight[j] = weight[j] + kap * (std::fabs(a[j]) + weight[j]);
+      for (int64_t c = 0; c < k; ++c) {
+        double yv = 0, mv = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          yv += a[j] * w2e[j * k + c];
+          mv += weight[j] * std::fabs(w2e[j * k + c]);
+        }
+        out.y[r * k + c] = yv + b2e[c];
+        out.mag[r * k + c] = mv + kap * std::fabs(b2e[c]);
+      }
+    }
+  }
+  return out;
+}
+
+bool same_bits(const Tensor& t, const std::vector<double>& v) {
+  return static_cast<size_t>(t.numel()) == v.size() && std::memcmp(t.ptr<double>(), v.data(), t.nbytes()) == 0;
+}
+
+// The optimised fp paths (blocked products on fp16/bf16 patterns, grids and maxima from the
+// patterns, per-thread scratch, rows' grids only when they matter, the activation table) against
+// the plain formulation, values and budgets bit for bit, at 1, 2 and 7 threads. The cases cover
+// the table (M * N1 >= 2^18), exact fills (exact rows, zero budgets), fp16 subnormals in W1 (a
+// grid at the format's floor), exact relu rows (grids and max |W2| decide kappa), and an infinity
+// and a NaN in W2 (max |W2| skips NaN).
+TEST(MoeFFNReference, float_paths_equal_the_plain_formulation_at_any_thread_count) {
+  struct Case {
+    DType dtype;
+    int64_t inner_precise;
+    std::vector<int64_t> tokens;
+    int64_t k1, n1;
+    const char* act;
+    bool bias1, bias2;
+    FillMode mode;
+    bool specials;
+  };
+  const Case cases[] = {
+      {DType::kF16, 1, {150, 0, 37}, 300, 1420, "fastgelu", true, true, FillMode::kRealistic, false},
+      {DType::kF16, 1, {30, 11}, 40, 70, "gelu", true, false, FillMode::kRealistic, true},
+      {DType::kF16, 1, {9, 14}, 64, 48, "silu", true, true, FillMode::kExact, false},
+      {DType::kF16, 0, {20, 9}, 40, 33, "silu", true, false, FillMode::kAdversarial, false},
+      {DType::kF16, 0, {8, 0, 13}, 32, 40, "fastgelu", false, true, FillMode::kExact, true},
+      {DType::kBF16, 0, {12, 5, 0}, 64, 48, "gelu", false, true, FillMode::kRealistic, true},
+      {DType::kBF16, 0, {7, 19}, 48, 24, "fastgelu", true, true, FillMode::kExact, false},
+      {DType::kF16, 1, {6, 0, 11}, 64, 48, "relu", true, true, FillMode::kExact, true},
+      {DType::kF16, 0, {10, 4}, 32, 40, "relu", false, true, FillMode::kExact, false},
+      {DType::kBF16, 0, {5, 9}, 48, 24, "relu", true, false, FillMode::kExact, true},
+  };
+  for (const Case& c : cases) {
+    auto [p, knobs] = mc::Builder()
+                          .dtype(c.dtype)
+                          .tokens(c.tokens)
+                          .k1(c.k1)
+                          .n1(c.n1)
+                          .activation(c.act)
+                          .inner_precise(c.inner_precise)
+                          .bias1(c.bias1)
+                          .bias2(c.bias2)
+                          .build();
+    TensorMap in = mc::fill(p, knobs, specs(p), c.mode, 21).value();
+    const bool bf16 = c.dtype == DType::kBF16;
+    if (c.specials) {
+      // The first expert's W2 gets +inf, the last one's a NaN (its max |W2| stays finite, so its
+      // exact rows stay exact); W1's first row subnormals (fp16: odd multiples of 2^-24).
+      Tensor& w2 = in["weight2"];
+      const int64_t last = (num_experts(p) - 1) * c.n1 * c.k1;
+      w2.set_bits(3, bf16 ? 0x7F80 : 0x7C00);
+      w2.set_bits(last + 5, bf16 ? 0x7FC1 : 0x7E01);
+      if (c.mode != FillMode::kExact) {  // (subnormals would make an exact fill's sums inexact)
+        Tensor& w1 = in["weight1"];
+        for (int64_t j = 0; j < c.n1; j += 7) w1.set_bits(j, bf16 ? 0x0003 : 0x0005);
+      }
+    }
+    const PlainOut want = plain_float_reference(p, in);
+    if (c.mode == FillMode::kExact && std::string(c.act) == "relu") {
+      // The exact rows this case is for: the last expert's budgets are exactly zero (but in the
+      // NaN's column), the NaN left out of its max |W2|.
+      for (int64_t r = p.m - c.tokens.back(); r < p.m; ++r) {
+        for (int64_t col = 0; col < c.k1; ++col) {
+          if (c.specials && col == 5) continue;
+          ASSERT_EQ(want.mag[static_cast<size_t>(r * c.k1 + col)], 0.0) << dtype_name(c.dtype) << " row " << r;
+        }
+      }
+    }
+    for (int64_t threads : {1, 2, 7}) {
+      math::set_threads(threads);
+      const RefOutputs got = reference(p, in);
+      EXPECT_TRUE(same_bits(got.expected.at("y"), want.y))
+          << dtype_name(c.dtype) << " " << c.act << " " << fill_mode_name(c.mode) << " y at " << threads << " threads";
+      EXPECT_TRUE(same_bits(got.magnitude.at("y"), want.mag))
+          << dtype_name(c.dtype) << " " << c.act << " " << fill_mode_name(c.mode) << " magnitude at " << threads
+          << " threads";
+    }
+  }
+  math::set_threads(0);  // the default again
+}
+
+uint64_t bits_of(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+// activation_bound4 against activation_bound(act, h, e, kF16), lane by lane, bit for bit: hidden
+// values over many binades and both signs, fp16 values and their rounding midpoints (the pinned
+// and the undetermined roundings), zeros of both signs, double subnormals, values near the exp
+// overflow guard and near fp16 overflow, with bounds of 0, a fraction of an fp16 ulp, several ulps
+// and huge, infinite or NaN bounds. Lanes it leaves to the scalar code are allowed, but must be few
+// for ordinary values (else the test would prove nothing).
+TEST(MoeFFNReference, four_lane_activation_bounds_equal_the_scalar_ones) {
+  std::mt19937_64 rng(77);
+  std::vector<double> hs, es;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 400000; ++i) {
+    double h;
+    switch (i % 8) {
+      case 0: h = std::normal_distribution<double>(0, 2)(rng); break;
+      case 1: h = std::ldexp(std::uniform_real_distribution<double>(1, 2)(rng), static_cast<int>(rng() % 60) - 40); break;
+      case 2: {  // a finite fp16 value, or the midpoint to the next one (a tie)
+        const auto b = static_cast<uint16_t>(rng() % 0x7BFF);
+        const double v = f16_to_double(b), next = f16_to_double(static_cast<uint16_t>(b + 1));
+        h = rng() % 2 == 0 ? v : v + (next - v) / 2;
+        break;
+      }
+      case 3: h = std::uniform_real_distribution<double>(-8, 8)(rng); break;
+      case 4: h = std::uniform_real_distribution<double>(-7, -5)(rng); break;  // exp argument near 11
+      case 5: h = std::uniform_real_distribution<double>(30000, 70000)(rng); break;
+      case 6: { const double z[] = {0.0, -0.0, 0x1p-1074, -0x1p-1060, 0x1p-30, -0x1p-25}; h = z[rng() % 6]; break; }
+      default: h = std::uniform_real_distribution<double>(-1, 1)(rng); break;
+    }
+    if (rng() % 2 == 0 && i % 8 != 6) h = -h;
+    double e;
+    const double u = std::ldexp(1.0, std::max(-24, std::ilogb(h == 0 ? 0x1p-24 : h) - 10));  // about an fp16 ulp of h
+    switch (rng() % 7) {
+      case 0: e = 0; break;
+      case 1: e = u * std::uniform_real_distribution<double>(0, 0.5)(rng); break;
+      case 2: e = u * std::uniform_real_distribution<double>(0.5, 4)(rng); break;
+      case 3: e = u * 1e-6; break;
+      case 4: e = rng() % 8 == 0 ? inf : (rng() % 8 == 0 ? std::nan("") : 1e6); break;
+      default: e = round_exact({h, u * 0.7}, DType::kF16, Rounding::kNearestEven).e; break;  // forward's bounds
+    }
+    hs.push_back(h);
+    es.push_back(e);
+  }
+  for (Activation act : {Activation::kFastGelu, Activation::kSilu}) {
+    ASSERT_TRUE(lanes_handle(act));
+    int64_t vector_lanes = 0, ordinary = 0, bad = 0;
+    for (size_t i = 0; i + 4 <= hs.size(); i += 4) {
+      Tracked out[4];
+      bool scalar[4];
+      activation_bound4(act, hs.data() + i, es.data() + i, out, scalar);
+      for (int l = 0; l < 4; ++l) {
+        const double h = hs[i + l], e = es[i + l];
+        const bool usual = std::isfinite(e) && std::fabs(h) < 4 && e < 1;
+        ordinary += usual;
+        if (scalar[l]) continue;
+        vector_lanes += usual;
+        const Tracked want = activation_bound(act, h, e, DType::kF16);
+        if ((bits_of(want.v) != bits_of(out[l].v) || bits_of(want.e) != bits_of(out[l].e)) && ++bad <= 5) {
+          ADD_FAILURE() << activation_name(act) << " h " << std::hexfloat << h << " e " << e << ": " << want.v << " "
+                        << want.e << " vs " << out[l].v << " " << out[l].e;
+        }
+      }
+    }
+    EXPECT_EQ(bad, 0) << activation_name(act);
+    EXPECT_GT(vector_lanes, ordinary * 9 / 10) << activation_name(act) << ": too many lanes left to the scalar code";
+  }
+  EXPECT_FALSE(lanes_handle(Activation::kGelu));
+  EXPECT_FALSE(lanes_handle(Activation::kRelu));
 }
 
 }  // namespace
