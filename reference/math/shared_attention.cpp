@@ -87,6 +87,11 @@ const AttentionKernels kAttention_avx2 = tiled_kernels<Isa::kAvx2>();
 // ---- vector formulation -------------------------------------------------------------------------
 
 // V8, load8, store8 and abs8: reference/math/shared_v8.h.
+// GCC < 12 has no __builtin_shufflevector; there __builtin_shuffle with the same constant lane indices
+// (8..15 pick from the second operand) is the same permutation, for the V8 shuffles of this file.
+#if !defined(__clang__) && defined(__GNUC__) && __GNUC__ < 12
+#define __builtin_shufflevector(x, y, ...) __builtin_shuffle(x, y, I8{__VA_ARGS__})
+#endif
 OPGATE_INLINE V8 zero8() { return V8{0, 0, 0, 0, 0, 0, 0, 0}; }
 // a in every lane by a shuffle (no arithmetic, so NaN payloads pass unchanged): one broadcast.
 OPGATE_INLINE V8 bcast8(double a) {
