@@ -8,7 +8,7 @@
 #   asan      clang ASan + UBSan in build/asan: runtime + test + clang lists
 #   fuzz      libFuzzer targets (clang, ASan + UBSan) in build/fuzz: builds opgate and the fuzz targets
 #   coverage  gcc --coverage in build/coverage (tools/coverage.sh): runtime + test + coverage lists
-#   floor     install only: g++-11 and clang-13 for tools/compiler-floor.sh
+#   floor     install only: runtime + test + g++-11 and clang-13 (tools/compiler-floor.sh)
 # --install-only: install the preset's packages, configure and build nothing.
 # OPGATE_NO_INSTALL=1: install nothing (packages installed by other means), configure and build.
 # OPGATE_JOBS: parallel build jobs (default: the cores).
@@ -57,7 +57,7 @@ case "$preset" in
   release|debug)    lists=(runtime test) ;;
   asan|fuzz)        lists=(runtime test clang) ;;
   coverage)         lists=(runtime test coverage) ;;
-  floor)            lists=(floor); install_only=1 ;;
+  floor)            lists=(runtime test floor); install_only=1 ;;
   *) echo "opgate setup: unknown preset '$preset' (gate, release, debug, asan, fuzz, coverage, floor)" >&2
      exit 2 ;;
 esac
