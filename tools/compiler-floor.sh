@@ -15,6 +15,7 @@ legs=("$@")
 
 tools/setup.sh --install-only floor
 
+mkdir -p build
 status=0
 for leg in "${legs[@]}"; do
   case "$leg" in
