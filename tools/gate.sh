@@ -10,9 +10,10 @@ usage() {
   cat <<'TEXT'
 Usage: tools/gate.sh [opgate run options...]
 
-The gate: installs missing Debian packages, configures and builds build/release/ (tools/setup.sh
-release), then runs `build/release/opgate run --tier ci` over every operator on the emu backend and
-writes the reports under reports/. Arguments go to `opgate run`; with --tier, --cases or --generate
+The gate: installs the missing Debian packages the opgate binary needs (no test-only ones),
+configures build/release/ unless it is configured already, and builds only opgate there
+(tools/setup.sh gate); then runs `build/release/opgate run --tier ci` over every operator on the
+emu backend and writes the reports under reports/. Arguments go to `opgate run`; with --tier, --cases or --generate
 they choose the cases instead of the ci tier. Examples:
   tools/gate.sh --backend ascend --repeat 3
   tools/gate.sh --tier nightly --shard 0/4 --out reports/shard0
@@ -28,13 +29,14 @@ for arg in "$@"; do
         printf '\n'
         "$root/build/release/opgate" run --help
       else
-        printf '\n`opgate run --help` lists the run options once tools/gate.sh or tools/setup.sh release has built it.\n'
+        printf '\n`opgate run --help` lists the run options once tools/gate.sh or tools/setup.sh gate has built it.\n'
       fi
       exit 0 ;;
   esac
 done
-# Set-up output goes to stderr so the gate's own output stays clean.
-"$root/tools/setup.sh" release >&2 || exit 2
+# Set-up output goes to stderr so the gate's own output stays clean. Only what opgate needs is
+# installed and built (the gate preset: no tests, fuzz targets, benchmarks or stand-in CANN).
+"$root/tools/setup.sh" gate >&2 || exit 2
 # The ci tier unless the arguments choose cases themselves (--tier, --cases or --generate).
 default_tier=(--tier ci)
 for arg in "$@"; do

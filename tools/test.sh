@@ -9,11 +9,13 @@ for arg in "$@"; do
       cat <<'TEXT'
 Usage: tools/test.sh [ctest options...]
 
-Installs missing Debian packages, configures and builds build/release/ (tools/setup.sh release),
-then runs the test suite: `ctest --preset release [ctest options...]`. Examples:
+Installs the missing Debian packages (runtime and test lists), configures build/release/ with the
+tests, fuzz targets (replay form) and benchmarks on (tools/setup.sh release; a folder the gate
+configured gains them) and builds everything, then runs the test suite:
+`ctest --preset release [ctest options...]`. Examples:
   tools/test.sh                 # everything
   tools/test.sh -L unit         # one label: unit, property, cases, golden, cli, robustness, ascend,
-                                # fuzz-regression, fuzz-planted, mutation
+                                # fuzz-regression, fuzz-planted, mutation, scaffold, browser
   tools/test.sh -R selection    # tests whose name matches
   tools/test.sh -j 2            # two tests at a time
 Exit code: ctest's (0 when every selected test passed).

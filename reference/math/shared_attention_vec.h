@@ -34,7 +34,7 @@ OPGATE_INLINE V8 zero8() { return V8{0, 0, 0, 0, 0, 0, 0, 0}; }
 // a in every lane by a shuffle (no arithmetic, so NaN payloads pass unchanged): one broadcast.
 OPGATE_INLINE V8 bcast8(double a) {
   const V8 v = {a};
-  return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+  return OPGATE_SHUFFLE8(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
 // Whether count fp16/bf16 patterns are all finite (one pass, vectorised by the compiler).
@@ -77,18 +77,18 @@ const double* table_of() {
 OPGATE_INLINE V8 tree8(V8 a, V8 b, V8 c, V8 d, V8 e, V8 f, V8 g, V8 h) {
   // [x0+x1, y0+y1, x2+x3, y2+y3, x4+x5, y4+y5, x6+x7, y6+y7]
   auto pairs = [](V8 x, V8 y) {
-    return __builtin_shufflevector(x, y, 0, 8, 2, 10, 4, 12, 6, 14) +
-           __builtin_shufflevector(x, y, 1, 9, 3, 11, 5, 13, 7, 15);
+    return OPGATE_SHUFFLE8(x, y, 0, 8, 2, 10, 4, 12, 6, 14) +
+           OPGATE_SHUFFLE8(x, y, 1, 9, 3, 11, 5, 13, 7, 15);
   };
   // [x01+x23, y01+y23, z01+z23, w01+w23, x45+x67, y45+y67, z45+z67, w45+w67]
   auto quads = [](V8 xy, V8 zw) {
-    return __builtin_shufflevector(xy, zw, 0, 1, 8, 9, 4, 5, 12, 13) +
-           __builtin_shufflevector(xy, zw, 2, 3, 10, 11, 6, 7, 14, 15);
+    return OPGATE_SHUFFLE8(xy, zw, 0, 1, 8, 9, 4, 5, 12, 13) +
+           OPGATE_SHUFFLE8(xy, zw, 2, 3, 10, 11, 6, 7, 14, 15);
   };
   const V8 abcd = quads(pairs(a, b), pairs(c, d));
   const V8 efgh = quads(pairs(e, f), pairs(g, h));
-  return __builtin_shufflevector(abcd, efgh, 0, 1, 2, 3, 8, 9, 10, 11) +
-         __builtin_shufflevector(abcd, efgh, 4, 5, 6, 7, 12, 13, 14, 15);
+  return OPGATE_SHUFFLE8(abcd, efgh, 0, 1, 2, 3, 8, 9, 10, 11) +
+         OPGATE_SHUFFLE8(abcd, efgh, 4, 5, 6, 7, 12, 13, 14, 15);
 }
 
 // Up to 4 heads per block (kHeads in registers); a short last block repeats its last head and

@@ -25,4 +25,12 @@ OPGATE_INLINE V8 abs8(V8 v) { return reinterpret_cast<V8>(reinterpret_cast<I8>(v
 
 }  // namespace opgate::math
 
+// The lanes of x (indices 0..7) and y (8..15) picked by constant indices: __builtin_shufflevector,
+// or __builtin_shuffle with the same indices where GCC < 12 lacks it (the same permutation).
+#if !defined(__clang__) && defined(__GNUC__) && __GNUC__ < 12
+#define OPGATE_SHUFFLE8(x, y, ...) __builtin_shuffle(x, y, ::opgate::math::I8{__VA_ARGS__})
+#else
+#define OPGATE_SHUFFLE8(x, y, ...) __builtin_shufflevector(x, y, __VA_ARGS__)
+#endif
+
 #pragma GCC diagnostic pop

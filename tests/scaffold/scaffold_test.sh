@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
 # tools/new-op.sh end to end (label `scaffold`): on a scratch copy of the tree (the files git knows,
 # working-tree contents) it scaffolds an operator, configures with -DOPGATE_EXTRA_OPS=<it>, builds
-# opgate and the operator's test binary, and checks that `opgate list --ops` shows it and that its
-# tests of every role fail with "not implemented". Also: a stem without files fails the configure
-# step naming them, and the script refuses a stem or prefix in use and writes nothing.
-# The scratch tree mirrors the real layout (<tree>/build/release), so ccache (base_dir) serves the
-# unchanged objects from the main build.
-# Usage: scaffold_test.sh <source dir> <scratch dir>
+# opgate and the operator's test binary (not the rest of the project), and checks that
+# `opgate list --ops` shows it and that its tests of every role fail with "not implemented". Also: a
+# stem without files fails the configure step naming them, and the script refuses a stem or prefix
+# in use and writes nothing.
+# The copy is configured like the build that runs the test (its compiler, build type and flags:
+# <settings>, written by tests/CMakeLists.txt) with its build folder at the same place in the copy
+# (e.g. <tree>/build/release), so ccache (base_dir: the source tree, CMakeLists.txt) serves every
+# unchanged object from that build; only the operator's own files, the three registries that list
+# the operators and tools/cli_common.cpp (it names its tree) compile.
+# Usage: scaffold_test.sh <source dir> <scratch dir> <binary dir> <generator> <settings .cmake>
 set -euo pipefail
 src="$1"
 scratch="$2"
+binary="$3"
+generator="$4"
+settings="$5"
 tree="$scratch/tree"
+# The copy's build folder: where <binary dir> is in the source tree.
+case "$binary/" in
+  "$src"/*) build="$tree/${binary#"$src"/}" ;;
+  *) build="$tree/build/scaffold" ;;
+esac
+t0=$SECONDS
+phase() { echo "scaffold: $1 at $((SECONDS - t0)) s"; }
 stem=scaffold_probe aclnn=ScaffoldProbe prefix=sprb
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -31,7 +45,8 @@ grep -q "prefix 'mfrg' is taken" <<<"$out" || fail "no 'prefix is taken' message
 [ "$(cd "$tree" && find . -type f | wc -l)" = "$before" ] || fail "a refused new-op wrote files"
 
 # A stem in the list without its files fails the configure step with the list of what is missing.
-if out=$(cmake -S "$tree" -B "$scratch/missing" -G Ninja -DOPGATE_EXTRA_OPS=$stem -DOPGATE_BUILD_TESTS=OFF \
+phase "copied and refused"
+if out=$(cmake -S "$tree" -B "$scratch/missing" -G "$generator" -DOPGATE_EXTRA_OPS=$stem -DOPGATE_BUILD_TESTS=OFF \
            -DOPGATE_BUILD_BENCH=OFF 2>&1); then
   fail "configure passed with $stem listed and no files"
 fi
@@ -43,12 +58,16 @@ done
 "$tree/tools/new-op.sh" $stem $aclnn $prefix >/dev/null
 [ "$(cd "$tree" && find . -type f | wc -l)" -gt "$before" ] || fail "new-op wrote nothing"
 
-# The release preset's build folder and flags, plus the operator; only the targets this test needs.
-(cd "$tree" && cmake --preset release -DOPGATE_EXTRA_OPS=$stem -DOPGATE_BUILD_BENCH=OFF -DOPGATE_BUILD_FUZZERS=OFF \
-   >"$scratch/configure.log" 2>&1) || { cat "$scratch/configure.log" >&2; fail "configure with the scaffolded $stem failed"; }
-build="$tree/build/release"
+phase "missing files refused at configure"
+# This build's settings, plus the operator; only the targets this test needs.
+cmake -S "$tree" -B "$build" -G "$generator" -C "$settings" -DOPGATE_EXTRA_OPS=$stem -DOPGATE_BUILD_TESTS=ON \
+  -DOPGATE_BUILD_BENCH=OFF -DOPGATE_BUILD_FUZZERS=OFF >"$scratch/configure.log" 2>&1 ||
+  { cat "$scratch/configure.log" >&2; fail "configure with the scaffolded $stem failed"; }
+grep -q "$stem" "$build/generated/opgate/op_list.inc" || fail "the configure step did not list $stem in op_list.inc"
+phase "configured"
 cmake --build "$build" -j2 --target opgate ${stem}_tests >"$scratch/build.log" 2>&1 ||
   { tail -50 "$scratch/build.log" >&2; fail "building opgate and ${stem}_tests failed"; }
+phase "built opgate and ${stem}_tests"
 
 "$build/opgate" list --ops >"$scratch/list.txt"
 grep -Eq "^$stem +aclnn$aclnn +$prefix +reference v1$" "$scratch/list.txt" ||
@@ -69,4 +88,5 @@ rc=0
 [ "$rc" = 1 ] || fail "opgate run on the scaffolded smoke case exited $rc, not 1: $(cat "$scratch/run.txt")"
 grep -rq "validate not implemented" "$scratch/report" "$scratch/run.txt" ||
   fail "the smoke case's failure does not name the stub: $(cat "$scratch/run.txt")"
+phase "checked"
 echo "scaffold: $stem configured, built and failed its tests with \"not implemented\""
