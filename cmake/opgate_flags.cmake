@@ -1,6 +1,12 @@
-# Warning and sanitizer flags applied to every opgate target.
+# Warning, floating-point and sanitizer flags applied to every opgate target.
 function(opgate_target_flags target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
+  # No FP contraction anywhere: GCC fuses a*b+c into one FMA by default wherever the ISA has it
+  # (baseline on aarch64, target("fma") paths on x86-64), which changes the bits of fills, dtype
+  # conversions, references, emulators and metrics between architectures and ISA paths. Golden
+  # files written on one must verify bit for bit on the other (tools/check_fp_contract.py checks the
+  # effective flag of every translation unit in compile_commands.json; test harness.fp_contract).
+  target_compile_options(${target} PRIVATE -ffp-contract=off)
   if(OPGATE_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
