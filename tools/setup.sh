@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-release}"
+# aarch64: the cross preset (arm64 multiarch packages, cross compiler, qemu-user) has its own list.
+if [ "$preset" = aarch64 ]; then exec tools/setup-aarch64.sh; fi
 
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev librapidcheck-dev nlohmann-json3-dev
           libfmt-dev libcli11-dev libssl-dev libsqlite3-dev libbenchmark-dev python3 ccache procps
