@@ -182,6 +182,7 @@ void gemm_f32(const float* a, int64_t rows, int64_t kdim, const float* b, int64_
   switch (math::isa()) {
     // One formulation on every path (no dead plain loop for mutants to hide in): SSE2 is x86-64's
     // baseline, so the scalar setting runs the SSE2 code.
+    case math::Isa::kNeon:
     case math::Isa::kScalar:
     case math::Isa::kSse2: return gemm_f32_sse2(a, rows, kdim, b, n, bias, out);
     case math::Isa::kAvx2: return gemm_f32_avx2(a, rows, kdim, b, n, bias, out);
@@ -305,6 +306,7 @@ template PackedInts pack_ints(const int32_t*, int64_t, int64_t, int64_t, int64_t
 
 void gemm_i32(const int32_t* a, int64_t rows, int64_t lda, const PackedInts& b, const int32_t* bias, int32_t* out) {
   switch (b.isa) {
+    case math::Isa::kNeon:
     case math::Isa::kScalar:
     case math::Isa::kSse2: return gemm_i32_sse2(a, rows, lda, b, bias, out);
     case math::Isa::kAvx2: return gemm_i32_avx2(a, rows, lda, b, bias, out);

@@ -456,6 +456,7 @@ const AttentionKernels& attention_kernels(Isa isa) {
     isa = isa_supported(Isa::kAvx512) ? Isa::kAvx512 : (isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kSse2);
   }
   switch (isa) {
+    case Isa::kNeon:  // not this architecture's (isa_supported above)
     case Isa::kScalar: return kAttention_scalar;
     case Isa::kSse2: return kAttention_sse2;
     case Isa::kAvx2: return kAttention_avx2;

@@ -171,6 +171,7 @@ void dispatch(const double* a, int64_t lda, const T* b, const double* tab, int64
               int64_t kdim, int64_t n, double* c, int64_t ldc, Isa path) {
   if (rows <= 0 || n <= 0) return;
   switch (isa_supported(path) ? path : isa()) {
+    case Isa::kNeon:  // not this architecture's (isa_supported above)
     case Isa::kScalar: return gemm_scalar(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);
     case Isa::kSse2: return gemm_sse2(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);
     case Isa::kAvx2: return gemm_avx2(a, lda, b, tab, ldb, abs_b, rows, kdim, n, c, ldc);

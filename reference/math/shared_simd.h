@@ -1,22 +1,25 @@
-// Vectorised double kernels of the references with runtime ISA dispatch (issue 15 part 3).
+// Vectorised double kernels of the references with runtime ISA dispatch (core/isa.h).
 // Bit-reproducibility: every kernel vectorises across independent sums (output columns, lanes of a
-// fixed-lane dot product, slots), never inside one sum, and the reference library is compiled with
+// fixed-lane dot product, slots), never inside one sum, and every library is compiled with
 // -ffp-contract=off (no FMA). So every output element is the same sequence of rounded double
-// operations on the scalar, SSE2, AVX2 and AVX-512 paths; tests/reference/shared_simd_test.cpp
-// compares the paths bit for bit.
+// operations on the scalar path and on every vector path (x86-64: SSE2, AVX2, AVX-512; aarch64:
+// NEON); tests/reference/shared_simd_test.cpp compares the paths bit for bit.
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "core/isa.h"
 
 namespace opgate::math {
 
-enum class Isa : uint8_t { kScalar, kSse2, kAvx2, kAvx512 };
-
-const char* isa_name(Isa isa);
-// Whether this CPU runs the path (scalar and SSE2 always; AVX2 also needs F16C).
-bool isa_supported(Isa isa);
-// The path the kernels use: the last set_isa, else OPGATE_ISA (scalar, sse2, avx2, avx512) when
-// set to a supported path, else the widest supported one.
+using opgate::Isa;
+using opgate::isa_name;
+// Whether this CPU runs the path (scalar always; x86-64: SSE2 always, AVX2 also needs F16C;
+// aarch64: NEON always).
+using opgate::isa_supported;
+// The path the kernels use: the last set_isa, else OPGATE_ISA (scalar, sse2, avx2, avx512, neon)
+// when set to a supported path, else the widest supported one.
 Isa isa();
 // Selects the path (tests, benchmarks); an unsupported path falls back to the widest supported.
 void set_isa(Isa isa);
@@ -48,6 +51,14 @@ struct Kernels {
 // The kernels of a path (an unsupported path gives the widest supported one's).
 const Kernels& kernels(Isa isa);
 inline const Kernels& kernels() { return kernels(isa()); }
+// The paths this build and CPU run these kernels on, scalar first (tests iterate them).
+std::vector<Isa> kernel_isas();
+
+// The vector paths' tables, each defined in reference/math/<arch>/shared_simd_<isa>.cpp (only the
+// build architecture's exist).
+namespace simd_paths {
+extern const Kernels sse2, avx2, avx512, neon;
+}  // namespace simd_paths
 
 // The exact double value of each of the 65536 fp16 (bf16 = false) or bf16 bit patterns: a table
 // built once, indexed by the bits.

@@ -94,8 +94,7 @@ void expect_independent_of_threads_and_isa(const std::function<RefOutputs()>& re
   set_isa(Isa::kScalar);
   const std::string base = fingerprint(ref());
   ASSERT_GT(base.size(), 1000u) << what << ": the case must produce data";
-  for (Isa isa : {Isa::kScalar, Isa::kSse2, Isa::kAvx2, Isa::kAvx512}) {
-    if (!isa_supported(isa)) continue;
+  for (Isa isa : supported_isas()) {
     set_isa(isa);
     for (int64_t t : {1, 2, 7}) {
       set_threads(t);

@@ -3,10 +3,12 @@
 // subnormals, infinities and NaNs.
 #include "reference/math/shared_simd.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -16,7 +18,12 @@
 namespace opgate::math {
 namespace {
 
-constexpr Isa kVectorPaths[] = {Isa::kSse2, Isa::kAvx2, Isa::kAvx512};
+// The vector paths this build and CPU run (x86-64: sse2, avx2, avx512; aarch64: neon).
+std::vector<Isa> vector_paths() {
+  std::vector<Isa> out = kernel_isas();
+  out.erase(out.begin());  // scalar
+  return out;
+}
 
 // NaNs compare as one value: which NaN operand's payload and sign an addition propagates is not
 // part of IEEE 754's contract, and compilers swap the operands of commutative operations (x86 returns
@@ -57,7 +64,7 @@ TEST(SharedSimd, Dot8FollowsTheDocumentedLanesAndTree) {
   // x = 1..10, y = 1: lane 0 = 1 + 9, lane 1 = 2 + 10, lanes 2..7 = 3..8; tree (22 + 7) + (11 + 15).
   std::vector<double> x(10), y(10, 1.0);
   for (int i = 0; i < 10; ++i) x[static_cast<size_t>(i)] = i + 1;
-  for (Isa isa : {Isa::kScalar, Isa::kSse2, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : kernel_isas()) {
     double dot = 0, mag = 0;
     kernels(isa).dot8_abs(x.data(), 1, y.data(), 10, &dot, &mag);
     EXPECT_EQ(dot, 55.0) << isa_name(isa);
@@ -66,7 +73,7 @@ TEST(SharedSimd, Dot8FollowsTheDocumentedLanesAndTree) {
   // The tree, not a left-to-right sum: x = [2^53, 0, 0, 0, 1, 1, 0, 0]. Left to right, 2^53 + 1
   // rounds to 2^53 (tie to even) twice; the tree adds (1 + 1) first: 2^53 + 2, exact.
   std::vector<double> a = {0x1p53, 0, 0, 0, 1, 1, 0, 0}, ones(8, 1.0);
-  for (Isa isa : {Isa::kScalar, Isa::kSse2, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : kernel_isas()) {
     double dot = 0, mag = 0;
     kernels(isa).dot8_abs(a.data(), 1, ones.data(), 8, &dot, &mag);
     EXPECT_EQ(dot, 0x1p53 + 2) << isa_name(isa);
@@ -79,7 +86,7 @@ TEST(SharedSimd, Slot8AndScaledAddByHand) {
   for (int j = 0; j < 2; ++j) {
     for (int s = 0; s < 8; ++s) x[static_cast<size_t>(j * 8 + s)] = s;
   }
-  for (Isa isa : {Isa::kScalar, Isa::kSse2, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : kernel_isas()) {
     double sum[8] = {}, mag[8] = {};
     kernels(isa).slot8_dot(x.data(), b.data(), g.data(), 2, sum, mag);
     for (int s = 0; s < 8; ++s) EXPECT_EQ(sum[s], (s + 1) * 3.0) << isa_name(isa);
@@ -97,7 +104,7 @@ TEST(SharedSimd, GemmPanelByHand) {
     panel[static_cast<size_t>(j)] = j;
     panel[static_cast<size_t>(8 + j)] = 1;
   }
-  for (Isa isa : {Isa::kScalar, Isa::kSse2, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : kernel_isas()) {
     std::vector<double> out(24, -1.0);
     kernels(isa).gemm_panel8(a.data(), 3, 2, 2, panel.data(), out.data(), 8, false);
     for (int r = 0; r < 3; ++r) {
@@ -117,8 +124,7 @@ TEST(SharedSimd, GemmPanelByHand) {
 TEST(SharedSimd, EveryPathMatchesTheScalarFormulationBitForBit) {
   const Kernels& ref = kernels(Isa::kScalar);
   int checked = 0;
-  for (Isa isa : kVectorPaths) {
-    if (!isa_supported(isa)) continue;
+  for (Isa isa : vector_paths()) {
     ++checked;
     const Kernels& k = kernels(isa);
     for (int64_t n : {1, 7, 8, 9, 16, 37, 128, 131}) {
@@ -181,8 +187,7 @@ TEST(SharedSimd, HalfConversionsAreExactOnEveryPath) {
     for (uint32_t b = 0; b < 65536; ++b) {
       want[b] = bf16 ? bf16_to_double(static_cast<uint16_t>(b)) : f16_to_double(static_cast<uint16_t>(b));
     }
-    for (Isa isa : {Isa::kScalar, Isa::kSse2, Isa::kAvx2, Isa::kAvx512}) {
-      if (!isa_supported(isa)) continue;
+    for (Isa isa : kernel_isas()) {
       std::vector<double> got(all.size());
       kernels(isa).halves_to_double(all.data(), static_cast<int64_t>(all.size()), bf16, got.data());
       expect_same_bits(want, got, bf16 ? "bf16" : "fp16", isa);
@@ -198,12 +203,27 @@ TEST(SharedSimd, HalfConversionsAreExactOnEveryPath) {
 TEST(SharedSimd, SelectionFallsBackToASupportedPath) {
   const Isa before = isa();
   EXPECT_TRUE(isa_supported(Isa::kScalar));
-  EXPECT_TRUE(isa_supported(Isa::kSse2));
   set_isa(Isa::kScalar);
   EXPECT_EQ(isa(), Isa::kScalar);
-  set_isa(Isa::kAvx512);
-  EXPECT_EQ(isa(), isa_supported(Isa::kAvx512) ? Isa::kAvx512 : before);
+  // The other architecture's widest path is never supported: the selection falls back.
+  const Isa foreign = std::string(arch_name()) == "aarch64" ? Isa::kAvx512 : Isa::kNeon;
+  EXPECT_FALSE(isa_supported(foreign));
+  set_isa(foreign);
+  EXPECT_EQ(isa(), before);
   set_isa(before);
+}
+
+TEST(SharedSimd, EveryPathOfTheArchitectureHasKernels) {
+  // The baseline vector ISA of each architecture always runs, so a build whose table lost its row
+  // (or whose ISA file was not compiled) fails here rather than silently testing scalar only.
+  const std::string arch = arch_name();
+  const Isa baseline = arch == "aarch64" ? Isa::kNeon : Isa::kSse2;
+  ASSERT_TRUE(arch == "x86_64" || arch == "aarch64") << arch;
+  EXPECT_TRUE(isa_supported(baseline)) << arch;
+  const std::vector<Isa> paths = kernel_isas();
+  EXPECT_EQ(paths.front(), Isa::kScalar);
+  EXPECT_NE(std::find(paths.begin(), paths.end(), baseline), paths.end()) << isa_name(baseline);
+  EXPECT_EQ(paths, supported_isas()) << "every supported path has a row in shared_simd's table";
 }
 
 }  // namespace
