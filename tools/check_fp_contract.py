@@ -82,8 +82,9 @@ def main():
         if layer is None:
             continue
         seen[layer] = seen.get(layer, 0) + 1
+        shown = os.path.relpath(path, build_dir if layer == "generated" else source_dir)
         for p in problems(arguments(entry)):
-            offenders.append(f"{os.path.relpath(path, source_dir)}: {p}")
+            offenders.append(f"{shown}: {p}")
     missing = [d for d in LAYERS if d not in seen]
     for d in missing:
         offenders.append(f"{d}/: no translation unit in {db_path} (wrong database or source dir?)")
