@@ -23,6 +23,8 @@ if [ "${1:-}" = "--install-only" ]; then
   shift
 fi
 preset="${1:-release}"
+# aarch64: the cross preset (arm64 multiarch packages, cross compiler, qemu-user) has its own list.
+if [ "$preset" = aarch64 ]; then exec tools/setup-aarch64.sh; fi
 
 # ---- package lists, one per purpose (Debian names) ------------------------------------------------
 # runtime: what configuring and building the opgate binary needs, and nothing else.
