@@ -15,7 +15,8 @@ host=(cmake ninja-build pkg-config python3 ccache procps
       qemu-user)              # qemu-aarch64: ctest runs the arm64 binaries through it
 # The libraries opgate and its tests link, built for arm64 (nlohmann-json and CLI11 are header-only,
 # architecture "all").
-arm64=(libfmt-dev:arm64 libssl-dev:arm64 libsqlite3-dev:arm64 libxxhash-dev:arm64 libgtest-dev:arm64
+# libc6 and libstdc++6 :arm64 are what the binaries run on under qemu (the toolchain file's -L /).
+arm64=(libc6:arm64 libstdc++6:arm64 libfmt-dev:arm64 libssl-dev:arm64 libsqlite3-dev:arm64 libxxhash-dev:arm64 libgtest-dev:arm64
        libgmock-dev:arm64 librapidcheck-dev:arm64 nlohmann-json3-dev libcli11-dev)
 sudo_cmd=()
 [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)

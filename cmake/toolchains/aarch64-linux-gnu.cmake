@@ -17,11 +17,9 @@ set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/${_triplet}/pkgconfig:/usr/share/pkgconfig)
 set(ENV{PKG_CONFIG_PATH} "")
 # Programs (python3, bash, the host's cmake tools) come from the host.
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
-# -L: the cross toolchain's loader and libstdc++ (libc6-arm64-cross, libstdc++6-arm64-cross); the
-# :arm64 libraries are then found in /usr/lib/aarch64-linux-gnu through the loader's default path.
-find_program(OPGATE_QEMU_AARCH64 qemu-aarch64)
-if(NOT OPGATE_QEMU_AARCH64)
-  message(WARNING "qemu-aarch64 (Debian qemu-user) not found: the aarch64 binaries build but tests cannot run here")
-  set(OPGATE_QEMU_AARCH64 qemu-aarch64)
-endif()
-set(CMAKE_CROSSCOMPILING_EMULATOR ${OPGATE_QEMU_AARCH64} -L /usr/${_triplet})
+# -L /: the binaries run on the multiarch arm64 loader, libc and libstdc++ (libc6:arm64,
+# libstdc++6:arm64), the same that their :arm64 libraries were built against. Not -L /usr/aarch64-linux-gnu
+# (the cross toolchain's own libc6-arm64-cross): with that libc qemu-user 7.2 hangs in the first
+# pthread_create (seen here: a one-thread program never ran its thread), and every parallel_for and
+# test that starts a thread would hang with it.
+set(CMAKE_CROSSCOMPILING_EMULATOR ${OPGATE_QEMU_AARCH64} -L /)
