@@ -29,6 +29,7 @@ build() {
   tools/setup.sh aarch64 || { echo "aarch64 leg: tools/setup.sh aarch64 failed" >&2; return 1; }
   aarch64-linux-gnu-readelf -h build/aarch64/opgate | grep -q 'Machine: *AArch64' ||
     { echo "aarch64 leg: build/aarch64/opgate is not an AArch64 binary" >&2; return 1; }
+  build/aarch64/emulated/opgate --version  # the architecture and the vector paths under test
 }
 leg_t0=$SECONDS
 part build build

@@ -97,6 +97,10 @@ std::string self_exe() {
   return ec ? std::string("opgate") : exe.string();
 }
 
+// The source tree CMake configured this binary from, defined in the generated source_dir.cpp: one
+// tiny object holds the per-tree path, so a copy of the tree (tests/scaffold) recompiles nothing else.
+const char* configured_source_dir();
+
 std::string repo_root(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (exists("cases") && exists("CMakeLists.txt")) return ".";
@@ -107,7 +111,7 @@ std::string repo_root(const std::string& flag) {
     const auto installed = exe.parent_path().parent_path() / "share" / "opgate";
     if (exists((installed / "cases").string())) return installed.string();
   }
-  return OPGATE_SOURCE_DIR;
+  return configured_source_dir();
 }
 
 bool in_shard(const std::string& id, int index, int total) {
