@@ -136,6 +136,7 @@ TEST(SharedGemm, EveryPathMatchesThePlainLoopBitForBit) {
     for (bool special : {false, true}) {
       const std::vector<double> a = values(static_cast<size_t>(rows * kdim), seed++, special);
       const std::vector<double> b = values(static_cast<size_t>(kdim * n), seed++, special);
+      const std::vector<double> w = values(static_cast<size_t>(rows * kdim), seed++, special);
       for (bool abs_b : {false, true}) {
         const std::vector<double> want = plain_product(a, b, abs_b, rows, kdim, n);
         for (Isa isa : gemm_isas()) {
@@ -145,6 +146,19 @@ TEST(SharedGemm, EveryPathMatchesThePlainLoopBitForBit) {
                                                    << " abs " << abs_b << " at " << i << ": " << got[i] << " vs "
                                                    << want[i];
           }
+        }
+      }
+      // Both products from one packed panel: each the single product's, bit for bit.
+      const std::vector<double> want_c = plain_product(a, b, false, rows, kdim, n);
+      const std::vector<double> want_mag = plain_product(w, b, true, rows, kdim, n);
+      for (Isa isa : gemm_isas()) {
+        std::vector<double> c(want_c.size(), 123.0), mag(want_c.size(), 456.0);
+        gemm_with_magnitude(a.data(), w.data(), kdim, b.data(), n, rows, kdim, n, c.data(), mag.data(), n, isa);
+        for (size_t i = 0; i < want_c.size(); ++i) {
+          ASSERT_EQ(bits(c[i]), bits(want_c[i])) << isa_name(isa) << " " << rows << "x" << kdim << "x" << n
+                                                 << " pair, value at " << i;
+          ASSERT_EQ(bits(mag[i]), bits(want_mag[i])) << isa_name(isa) << " " << rows << "x" << kdim << "x" << n
+                                                     << " pair, magnitude at " << i;
         }
       }
     }
@@ -172,6 +186,19 @@ TEST(SharedGemm, HalfOperandsEqualTheirConvertedDoubles) {
         }
         // Columns n..ldc of each row are not the product's: left untouched.
         EXPECT_EQ(got[static_cast<size_t>(n)], -1.0);
+      }
+    }
+    // Both products from one converted panel, against the single products on the doubles.
+    const std::vector<double> w = values(static_cast<size_t>(rows * lda), 100, false);
+    for (Isa isa : gemm_isas()) {
+      std::vector<double> want_c(static_cast<size_t>(rows * ldc), -1.0), want_mag(want_c), c(want_c), mag(want_c);
+      gemm(a.data(), lda, b.data(), ldb, false, rows, kdim, n, want_c.data(), ldc, isa);
+      gemm(w.data(), lda, b.data(), ldb, true, rows, kdim, n, want_mag.data(), ldc, isa);
+      gemm_halves_with_magnitude(a.data(), w.data(), lda, h.data(), bf16, ldb, rows, kdim, n, c.data(), mag.data(),
+                                 ldc, isa);
+      for (size_t i = 0; i < c.size(); ++i) {
+        ASSERT_EQ(bits(c[i]), bits(want_c[i])) << isa_name(isa) << " bf16 " << bf16 << " pair, value at " << i;
+        ASSERT_EQ(bits(mag[i]), bits(want_mag[i])) << isa_name(isa) << " bf16 " << bf16 << " pair, magnitude at " << i;
       }
     }
   }
