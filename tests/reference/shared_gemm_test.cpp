@@ -127,9 +127,11 @@ std::vector<double> values(size_t n, uint32_t seed, bool special) {
 }
 
 TEST(SharedGemm, EveryPathMatchesThePlainLoopBitForBit) {
-  // Rows around the register tiles (2, 4, 8), columns around the panels (8, 16), K around the
-  // 256-deep blocks.
-  const int64_t shapes[][3] = {{1, 1, 1}, {3, 7, 5}, {9, 17, 23}, {13, 256, 16}, {17, 257, 33}, {8, 600, 40}};
+  // Rows around the register tiles (4 on sse2, 6 on avx2, 4 on avx512 and neon), columns around
+  // the panels (8, 32), K around the 256-deep blocks; full tiles only ({12, 300, 64}) and partial
+  // tiles, panels and k blocks together ({25, 513, 97}).
+  const int64_t shapes[][3] = {{1, 1, 1},     {3, 7, 5},      {9, 17, 23},    {13, 256, 16},
+                               {17, 257, 33}, {8, 600, 40},   {12, 300, 64},  {25, 513, 97}};
   uint32_t seed = 1;
   for (const auto& s : shapes) {
     const int64_t rows = s[0], kdim = s[1], n = s[2];
@@ -167,8 +169,8 @@ TEST(SharedGemm, EveryPathMatchesThePlainLoopBitForBit) {
 
 TEST(SharedGemm, HalfOperandsEqualTheirConvertedDoubles) {
   // Every fp16 / bf16 pattern class (subnormals, infinities, NaNs) among random bits; strided
-  // leading dimensions (a sub-block of wider matrices).
-  const int64_t rows = 11, kdim = 270, n = 21, lda = kdim + 3, ldb = n + 5, ldc = n + 2;
+  // leading dimensions (a sub-block of wider matrices); full and partial tiles and panels, 2 k blocks.
+  const int64_t rows = 13, kdim = 270, n = 45, lda = kdim + 3, ldb = n + 5, ldc = n + 2;
   std::mt19937 rng(7);
   const std::vector<double> a = values(static_cast<size_t>(rows * lda), 99, false);
   std::vector<uint16_t> h(static_cast<size_t>(kdim * ldb));
