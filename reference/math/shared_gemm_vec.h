@@ -2,10 +2,13 @@
 // (reference/math/<arch>/shared_gemm_<isa>.cpp), each of which compiles it into its own path with
 // OPGATE_GEMM_PATH. Goto-style blocking: for each block of kKc values of k, the rows of `a` are
 // packed into slivers of kMr rows (k-major, so the kernel reads them in order), and each panel of
-// kNr columns of `b` into a kKc x kNr panel (L1-resident while every sliver of rows streams past it
-// from L2). The register tile is kMr rows x kNr columns in vectors of the path's width; every lane
-// is one output element's own sum, so the order of its operations is the scalar loop's (and any
-// tile gives the same bits). Partial sums wait in `c` between k blocks (exact: a double).
+// kNr columns of `b` into a kKc x kNr panel (L1/L2-resident while every sliver of rows streams
+// past it), fp16 / bf16 rows converted by the path's row converter (exact: any converter gives the
+// same doubles). With a magnitude product (mag = w |b|), |b| is derived from the packed panel and
+// w's slivers stream past it too, so b is read and converted once for both. The register tile is
+// kMr rows x kNr columns in vectors of the path's width; every lane is one output element's own
+// sum, so the order of its operations is the scalar loop's (and any tile gives the same bits).
+// Partial sums wait in `c` between k blocks (exact: a double).
 // Everything has internal linkage or is always inlined, so no path's code is shared with another's.
 #pragma once
 
