@@ -14,8 +14,8 @@ namespace {
 
 // The plain formulation: each row's sums advance together, one k at a time (same per-element order).
 template <typename T>
-void gemm_scalar(const double* a, int64_t lda, const T* b, const double* tab, int64_t ldb, bool abs_b, int64_t rows,
-                 int64_t kdim, int64_t n, double* c, int64_t ldc) {
+void gemm_scalar_one(const double* a, int64_t lda, const T* b, const double* tab, int64_t ldb, bool abs_b,
+                     int64_t rows, int64_t kdim, int64_t n, double* c, int64_t ldc) {
   for (int64_t r = 0; r < rows; ++r) {
     double* cr = c + r * ldc;
     std::fill_n(cr, n, 0.0);
@@ -28,6 +28,13 @@ void gemm_scalar(const double* a, int64_t lda, const T* b, const double* tab, in
       }
     }
   }
+}
+
+template <typename T>
+void gemm_scalar(const double* a, const double* w, int64_t lda, const T* b, bool /*bf16*/, const double* tab,
+                 int64_t ldb, int64_t rows, int64_t kdim, int64_t n, double* c, double* mag, int64_t ldc) {
+  if (c != nullptr) gemm_scalar_one(a, lda, b, tab, ldb, false, rows, kdim, n, c, ldc);
+  if (mag != nullptr) gemm_scalar_one(w, lda, b, tab, ldb, true, rows, kdim, n, mag, ldc);
 }
 
 const GemmKernels kGemm_scalar = {gemm_scalar<double>, gemm_scalar<uint16_t>};
@@ -51,13 +58,28 @@ const GemmKernels& gemm_kernels(Isa path) { return pick(kRows, isa_supported(pat
 void gemm(const double* a, int64_t lda, const double* b, int64_t ldb, bool abs_b, int64_t rows, int64_t kdim,
           int64_t n, double* c, int64_t ldc, Isa path) {
   if (rows <= 0 || n <= 0) return;
-  gemm_kernels(path).f64(a, lda, b, nullptr, ldb, abs_b, rows, kdim, n, c, ldc);
+  gemm_kernels(path).f64(a, a, lda, b, false, nullptr, ldb, rows, kdim, n,
+                         abs_b ? nullptr : c, abs_b ? c : nullptr, ldc);
 }
 
 void gemm_halves(const double* a, int64_t lda, const uint16_t* b, bool bf16, int64_t ldb, bool abs_b, int64_t rows,
                  int64_t kdim, int64_t n, double* c, int64_t ldc, Isa path) {
   if (rows <= 0 || n <= 0) return;
-  gemm_kernels(path).halves(a, lda, b, exact_half_values(bf16), ldb, abs_b, rows, kdim, n, c, ldc);
+  gemm_kernels(path).halves(a, a, lda, b, bf16, exact_half_values(bf16), ldb,
+                            rows, kdim, n, abs_b ? nullptr : c, abs_b ? c : nullptr, ldc);
+}
+
+void gemm_with_magnitude(const double* a, const double* w, int64_t lda, const double* b, int64_t ldb, int64_t rows,
+                         int64_t kdim, int64_t n, double* c, double* mag, int64_t ldc, Isa path) {
+  if (rows <= 0 || n <= 0) return;
+  gemm_kernels(path).f64(a, w, lda, b, false, nullptr, ldb, rows, kdim, n, c, mag, ldc);
+}
+
+void gemm_halves_with_magnitude(const double* a, const double* w, int64_t lda, const uint16_t* b, bool bf16,
+                                int64_t ldb, int64_t rows, int64_t kdim, int64_t n, double* c, double* mag,
+                                int64_t ldc, Isa path) {
+  if (rows <= 0 || n <= 0) return;
+  gemm_kernels(path).halves(a, w, lda, b, bf16, exact_half_values(bf16), ldb, rows, kdim, n, c, mag, ldc);
 }
 
 std::vector<Isa> gemm_isas() { return table_isas(kRows); }

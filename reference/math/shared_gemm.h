@@ -32,4 +32,22 @@ inline void gemm_halves(const double* a, int64_t lda, const uint16_t* b, bool bf
   gemm_halves(a, lda, b, bf16, ldb, abs_b, rows, kdim, n, c, ldc, isa());
 }
 
+// Both products of one right-hand matrix at once: c = a b and mag = w |b| (a, w: rows x kdim with
+// the same lda; c, mag with the same ldc), each bit for bit gemm's (abs_b false for c, true for
+// mag), b packed once for both. A null c (with a) or mag (with w) skips that product.
+void gemm_with_magnitude(const double* a, const double* w, int64_t lda, const double* b, int64_t ldb, int64_t rows,
+                         int64_t kdim, int64_t n, double* c, double* mag, int64_t ldc, Isa isa);
+inline void gemm_with_magnitude(const double* a, const double* w, int64_t lda, const double* b, int64_t ldb,
+                                int64_t rows, int64_t kdim, int64_t n, double* c, double* mag, int64_t ldc) {
+  gemm_with_magnitude(a, w, lda, b, ldb, rows, kdim, n, c, mag, ldc, isa());
+}
+void gemm_halves_with_magnitude(const double* a, const double* w, int64_t lda, const uint16_t* b, bool bf16,
+                                int64_t ldb, int64_t rows, int64_t kdim, int64_t n, double* c, double* mag,
+                                int64_t ldc, Isa isa);
+inline void gemm_halves_with_magnitude(const double* a, const double* w, int64_t lda, const uint16_t* b, bool bf16,
+                                       int64_t ldb, int64_t rows, int64_t kdim, int64_t n, double* c, double* mag,
+                                       int64_t ldc) {
+  gemm_halves_with_magnitude(a, w, lda, b, bf16, ldb, rows, kdim, n, c, mag, ldc, isa());
+}
+
 }  // namespace opgate::math

@@ -12,13 +12,15 @@
 
 namespace opgate::math {
 
-// c[r * ldc + j] = sum_k a[r * lda + k] * f(b[k * ldb + j]) (shared_gemm.h's gemm) for rows > 0 and
-// n > 0, b as doubles or as fp16/bf16 patterns whose exact values are tab[pattern].
+// For rows > 0 and n > 0: c[r * ldc + j] = sum_k a[r * lda + k] * b[k * ldb + j] when c is given,
+// and mag[r * ldc + j] = sum_k w[r * lda + k] * |b[k * ldb + j]| when mag is given (shared_gemm.h's
+// gemm and gemm_with_magnitude), one packed panel of b feeding both. b as doubles or as fp16 /
+// bf16 patterns (bf16: which) whose exact values are tab[pattern].
 struct GemmKernels {
-  void (*f64)(const double* a, int64_t lda, const double* b, const double* tab, int64_t ldb, bool abs_b,
-              int64_t rows, int64_t kdim, int64_t n, double* c, int64_t ldc);
-  void (*halves)(const double* a, int64_t lda, const uint16_t* b, const double* tab, int64_t ldb, bool abs_b,
-                 int64_t rows, int64_t kdim, int64_t n, double* c, int64_t ldc);
+  void (*f64)(const double* a, const double* w, int64_t lda, const double* b, bool bf16, const double* tab,
+              int64_t ldb, int64_t rows, int64_t kdim, int64_t n, double* c, double* mag, int64_t ldc);
+  void (*halves)(const double* a, const double* w, int64_t lda, const uint16_t* b, bool bf16, const double* tab,
+                 int64_t ldb, int64_t rows, int64_t kdim, int64_t n, double* c, double* mag, int64_t ldc);
 };
 
 // An element of b as a double: itself, or the exact value of an fp16 / bf16 pattern from `tab`.

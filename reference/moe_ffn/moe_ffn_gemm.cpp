@@ -3,8 +3,6 @@
 // whatever the ISA path or blocking.
 #include "reference/moe_ffn/moe_ffn_gemm.h"
 
-#include <initializer_list>
-
 #include "reference/math/shared_gemm.h"
 #include "reference/math/shared_simd.h"
 
@@ -18,15 +16,12 @@ const double* Matrix::row(int64_t first, int64_t len, double* buf) const {
 
 void gemm_rows(const double* a, int64_t rows, int64_t kdim, const Matrix& b, int64_t n, double* out,
                const double* w, double* mag) {
-  for (const bool abs_b : {false, true}) {
-    const double* lhs = abs_b ? w : a;
-    double* dst = abs_b ? mag : out;
-    if (lhs == nullptr || dst == nullptr) continue;
-    if (b.values != nullptr) {
-      math::gemm(lhs, kdim, b.values, n, abs_b, rows, kdim, n, dst, n);
-    } else {
-      math::gemm_halves(lhs, kdim, b.halves, b.bf16, n, abs_b, rows, kdim, n, dst, n);
-    }
+  // Both products from one packed panel of b (each bit for bit the single product's).
+  if (w == nullptr) mag = nullptr;
+  if (b.values != nullptr) {
+    math::gemm_with_magnitude(a, w, kdim, b.values, n, rows, kdim, n, out, mag, n);
+  } else {
+    math::gemm_halves_with_magnitude(a, w, kdim, b.halves, b.bf16, n, rows, kdim, n, out, mag, n);
   }
 }
 

@@ -127,15 +127,18 @@ std::vector<double> values(size_t n, uint32_t seed, bool special) {
 }
 
 TEST(SharedGemm, EveryPathMatchesThePlainLoopBitForBit) {
-  // Rows around the register tiles (2, 4, 8), columns around the panels (8, 16), K around the
-  // 256-deep blocks.
-  const int64_t shapes[][3] = {{1, 1, 1}, {3, 7, 5}, {9, 17, 23}, {13, 256, 16}, {17, 257, 33}, {8, 600, 40}};
+  // Rows around the register tiles (4 on sse2, 6 on avx2, 4 on avx512 and neon), columns around
+  // the panels (8, 32), K around the 256-deep blocks; full tiles only ({12, 300, 64}) and partial
+  // tiles, panels and k blocks together ({25, 513, 97}).
+  const int64_t shapes[][3] = {{1, 1, 1},     {3, 7, 5},      {9, 17, 23},    {13, 256, 16},
+                               {17, 257, 33}, {8, 600, 40},   {12, 300, 64},  {25, 513, 97}};
   uint32_t seed = 1;
   for (const auto& s : shapes) {
     const int64_t rows = s[0], kdim = s[1], n = s[2];
     for (bool special : {false, true}) {
       const std::vector<double> a = values(static_cast<size_t>(rows * kdim), seed++, special);
       const std::vector<double> b = values(static_cast<size_t>(kdim * n), seed++, special);
+      const std::vector<double> w = values(static_cast<size_t>(rows * kdim), seed++, special);
       for (bool abs_b : {false, true}) {
         const std::vector<double> want = plain_product(a, b, abs_b, rows, kdim, n);
         for (Isa isa : gemm_isas()) {
@@ -147,14 +150,27 @@ TEST(SharedGemm, EveryPathMatchesThePlainLoopBitForBit) {
           }
         }
       }
+      // Both products from one packed panel: each the single product's, bit for bit.
+      const std::vector<double> want_c = plain_product(a, b, false, rows, kdim, n);
+      const std::vector<double> want_mag = plain_product(w, b, true, rows, kdim, n);
+      for (Isa isa : gemm_isas()) {
+        std::vector<double> c(want_c.size(), 123.0), mag(want_c.size(), 456.0);
+        gemm_with_magnitude(a.data(), w.data(), kdim, b.data(), n, rows, kdim, n, c.data(), mag.data(), n, isa);
+        for (size_t i = 0; i < want_c.size(); ++i) {
+          ASSERT_EQ(bits(c[i]), bits(want_c[i])) << isa_name(isa) << " " << rows << "x" << kdim << "x" << n
+                                                 << " pair, value at " << i;
+          ASSERT_EQ(bits(mag[i]), bits(want_mag[i])) << isa_name(isa) << " " << rows << "x" << kdim << "x" << n
+                                                     << " pair, magnitude at " << i;
+        }
+      }
     }
   }
 }
 
 TEST(SharedGemm, HalfOperandsEqualTheirConvertedDoubles) {
   // Every fp16 / bf16 pattern class (subnormals, infinities, NaNs) among random bits; strided
-  // leading dimensions (a sub-block of wider matrices).
-  const int64_t rows = 11, kdim = 270, n = 21, lda = kdim + 3, ldb = n + 5, ldc = n + 2;
+  // leading dimensions (a sub-block of wider matrices); full and partial tiles and panels, 2 k blocks.
+  const int64_t rows = 13, kdim = 270, n = 45, lda = kdim + 3, ldb = n + 5, ldc = n + 2;
   std::mt19937 rng(7);
   const std::vector<double> a = values(static_cast<size_t>(rows * lda), 99, false);
   std::vector<uint16_t> h(static_cast<size_t>(kdim * ldb));
@@ -172,6 +188,19 @@ TEST(SharedGemm, HalfOperandsEqualTheirConvertedDoubles) {
         }
         // Columns n..ldc of each row are not the product's: left untouched.
         EXPECT_EQ(got[static_cast<size_t>(n)], -1.0);
+      }
+    }
+    // Both products from one converted panel, against the single products on the doubles.
+    const std::vector<double> w = values(static_cast<size_t>(rows * lda), 100, false);
+    for (Isa isa : gemm_isas()) {
+      std::vector<double> want_c(static_cast<size_t>(rows * ldc), -1.0), want_mag(want_c), c(want_c), mag(want_c);
+      gemm(a.data(), lda, b.data(), ldb, false, rows, kdim, n, want_c.data(), ldc, isa);
+      gemm(w.data(), lda, b.data(), ldb, true, rows, kdim, n, want_mag.data(), ldc, isa);
+      gemm_halves_with_magnitude(a.data(), w.data(), lda, h.data(), bf16, ldb, rows, kdim, n, c.data(), mag.data(),
+                                 ldc, isa);
+      for (size_t i = 0; i < c.size(); ++i) {
+        ASSERT_EQ(bits(c[i]), bits(want_c[i])) << isa_name(isa) << " bf16 " << bf16 << " pair, value at " << i;
+        ASSERT_EQ(bits(mag[i]), bits(want_mag[i])) << isa_name(isa) << " bf16 " << bf16 << " pair, magnitude at " << i;
       }
     }
   }

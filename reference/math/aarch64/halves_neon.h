@@ -29,9 +29,10 @@ inline float32x4x2_t widen8(uint16x8_t h, bool bf16) {
   return {{vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(h))), vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(h)))}};
 }
 
-// dst[i] = the exact double of each pattern; NaN blocks (magnitude above the infinity's) by the table.
-inline void halves_to_double_fcvtl(const uint16_t* src, int64_t count, bool bf16, double* dst) {
-  const double* tab = exact_half_values(bf16);
+// dst[i] = the exact double of each pattern; NaN blocks (magnitude above the infinity's) by tab,
+// exact_half_values(bf16) (also the row converter of the products' panels, shared_gemm_vec.h).
+inline void halves_to_double_fcvtl_tab(const uint16_t* src, int64_t count, bool bf16, const double* tab,
+                                       double* dst) {
   const uint16_t infinity = bf16 ? 0x7F80 : 0x7C00;
   int64_t i = 0;
   for (; i + 8 <= count; i += 8) {
@@ -47,6 +48,10 @@ inline void halves_to_double_fcvtl(const uint16_t* src, int64_t count, bool bf16
     vst1q_f64(dst + i + 6, vcvt_high_f64_f32(f.val[1]));
   }
   for (; i < count; ++i) dst[i] = tab[src[i]];
+}
+
+inline void halves_to_double_fcvtl(const uint16_t* src, int64_t count, bool bf16, double* dst) {
+  halves_to_double_fcvtl_tab(src, count, bf16, exact_half_values(bf16), dst);
 }
 
 // dst[i] = the exact float of each pattern; Inf and NaN blocks (magnitude above the largest finite

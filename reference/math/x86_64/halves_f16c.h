@@ -24,10 +24,11 @@ __attribute__((target("avx2,f16c"), always_inline)) inline __m256 widen8(__m128i
   return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
 }
 
-// dst[i] = the exact double of each pattern; NaN blocks (magnitude above the infinity's) by the table.
-__attribute__((target("avx2,f16c"))) inline void halves_to_double_f16c(const uint16_t* src, int64_t count, bool bf16,
-                                                                        double* dst) {
-  const double* tab = exact_half_values(bf16);
+// dst[i] = the exact double of each pattern; NaN blocks (magnitude above the infinity's) by tab,
+// exact_half_values(bf16) (also the row converter of the products' panels, shared_gemm_vec.h).
+__attribute__((target("avx2,f16c"))) inline void halves_to_double_f16c_tab(const uint16_t* src, int64_t count,
+                                                                            bool bf16, const double* tab,
+                                                                            double* dst) {
   const uint16_t infinity = bf16 ? 0x7F80 : 0x7C00;
   int64_t i = 0;
   for (; i + 8 <= count; i += 8) {
@@ -41,6 +42,11 @@ __attribute__((target("avx2,f16c"))) inline void halves_to_double_f16c(const uin
     _mm256_storeu_pd(dst + i + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
   }
   for (; i < count; ++i) dst[i] = tab[src[i]];
+}
+
+__attribute__((target("avx2,f16c"))) inline void halves_to_double_f16c(const uint16_t* src, int64_t count, bool bf16,
+                                                                        double* dst) {
+  halves_to_double_f16c_tab(src, count, bf16, exact_half_values(bf16), dst);
 }
 
 // dst[i] = the exact float of each pattern; Inf and NaN blocks (magnitude above the largest finite

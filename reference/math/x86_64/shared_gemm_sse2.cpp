@@ -5,6 +5,6 @@
 
 namespace opgate::math {
 
-OPGATE_GEMM_PATH(sse2, , V2, 4, 2)
+OPGATE_GEMM_PATH(sse2, , V2, 4, 2, gemm_halves_by_table)
 
 }  // namespace opgate::math
