@@ -22,4 +22,9 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 # (the cross toolchain's own libc6-arm64-cross): with that libc qemu-user 7.2 hangs in the first
 # pthread_create (seen here: a one-thread program never ran its thread), and every parallel_for and
 # test that starts a thread would hang with it.
+find_program(OPGATE_QEMU_AARCH64 NAMES qemu-aarch64 qemu-aarch64-static)
+if(NOT OPGATE_QEMU_AARCH64)
+  # Without it every test command would start with "-L" (seen in CI: "Error running test executable").
+  message(FATAL_ERROR "aarch64 cross build: qemu-aarch64 not found; install qemu-user (tools/setup.sh aarch64 does)")
+endif()
 set(CMAKE_CROSSCOMPILING_EMULATOR ${OPGATE_QEMU_AARCH64} -L /)
