@@ -26,9 +26,15 @@ if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   "${sudo_cmd[@]}" dpkg --add-architecture arm64
   update=1
 fi
+# A name without :arch must be installed for the host's architecture (or be architecture "all"),
+# one with :arm64 for arm64; an amd64 copy never stands in for an arm64 one, nor the reverse.
+native="$(dpkg --print-architecture)"
 missing=()
 for p in "${host[@]}" "${arm64[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  want="$native|all"
+  [[ "$p" == *:arm64 ]] && want="arm64"
+  dpkg-query -W -f='${Status} ${Architecture}\n' "$p" 2>/dev/null |
+    grep -qE "^install ok installed ($want)\$" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ] || [ "$update" = 1 ]; then
   "${sudo_cmd[@]}" apt-get update -qq

@@ -81,9 +81,14 @@ if [ "${OPGATE_NO_INSTALL:-0}" = 1 ]; then
   :
 elif command -v apt-get >/dev/null 2>&1 && command -v dpkg-query >/dev/null 2>&1; then
   mapfile -t packages < <(packages_of deb)
+  # Installed for this host's architecture or architecture-independent: on a multiarch host an
+  # :arm64 copy (tools/setup.sh aarch64's) does not count (seen: the gate then skipped libfmt-dev
+  # and failed to configure).
+  native="$(dpkg --print-architecture)"
   missing=()
   for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    dpkg-query -W -f='${Status} ${Architecture}\n' "$p" 2>/dev/null |
+      grep -qE "^install ok installed ($native|all)\$" || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
     echo "opgate setup: installing ${missing[*]}"

@@ -41,7 +41,10 @@ test_only=(libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev libopenb
            python3 gcovr clang)
 
 # ---- Debian: the installed set is read from $scratch/installed, one package a line ----
-fake dpkg-query "p=\"\${@: -1}\"; grep -qx -- \"\$p\" '$scratch/installed' && printf 'install ok installed'; exit 0"
+# A line "pkg" is pkg installed for amd64 (the fake dpkg's architecture), "pkg:arm64" a foreign copy.
+fake dpkg 'echo amd64'
+fake dpkg-query "p=\"\${@: -1}\"; grep -qx -- \"\$p\" '$scratch/installed' && printf 'install ok installed amd64\\n';
+grep -qx -- \"\$p:arm64\" '$scratch/installed' && printf 'install ok installed arm64\\n'; exit 0"
 fake apt-get "echo \"\$*\" >>'$log/apt-get'"
 
 # Nothing installed: the gate installs the runtime list, nothing test-only.
@@ -67,6 +70,13 @@ run_setup gate
 ! grep -q -- "^--preset" "$log/cmake" || fail "setup.sh gate reconfigured an existing build/release: $(cat "$log/cmake")"
 grep -q -- "--build --preset gate" "$log/cmake" || fail "setup.sh gate did not build: $(cat "$log/cmake")"
 rm -rf "$scratch/tree/build"
+
+# A runtime package installed only for arm64 (the aarch64 cross preset's copy) is still missing.
+printf '%s:arm64\n' "${runtime[@]}" >"$scratch/installed"
+run_setup gate
+[ "$rc" = 0 ] || fail "setup.sh gate (arm64 copies) exited $rc: $out"
+install_line=$(grep '^install' "$log/apt-get") || fail "setup.sh gate took :arm64 copies for installed: $out"
+grep -qw -- libfmt-dev <<<"$install_line" || fail "setup.sh gate took libfmt-dev:arm64 for installed: $install_line"
 
 # Release: runtime and test packages; only the missing ones.
 printf '%s\n' "${runtime[@]}" >"$scratch/installed"
