@@ -1,8 +1,11 @@
 #include "history/history_db.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <thread>
 #include <limits>
@@ -96,6 +99,14 @@ Status HistoryDb::error(const std::string& what) const {
   const std::string msg = db_ ? sqlite3_errmsg(db_.get()) : "unable to open database file";
   if (rc == SQLITE_NOTADB) return io_error(fmt::format("{}: not an SQLite database", path_));
   if (rc == SQLITE_CORRUPT) return io_error(fmt::format("{}: corrupt history database ({})", path_, msg));
+  // SQLite says "disk I/O error" or "database or disk is full"; the cause in words.
+  const int sys_errno = db_ ? sqlite3_system_errno(db_.get()) : 0;
+  if (rc == SQLITE_FULL || (rc == SQLITE_IOERR && (sys_errno == ENOSPC || sys_errno == EDQUOT))) {
+    return io_error(fmt::format("{}: {}: no space left on the device holding the history ({})", path_, what, msg));
+  }
+  if (rc == SQLITE_IOERR && sys_errno != 0) {
+    return io_error(fmt::format("{}: {}: {} ({})", path_, what, msg, std::strerror(sys_errno)));
+  }
   if (rc == SQLITE_BUSY) {
     return io_error(fmt::format("{}: {}: still locked by another writer after {} s ({})", path_, what,
                                 kBusyTimeoutMs / 1000, msg));
@@ -147,6 +158,28 @@ Status HistoryDb::check_identity(bool allow_empty) {
   if (app != kApplicationId) {
     return io_error(fmt::format("{}: an SQLite database, but not an opgate run history (application_id {:#x})", path_,
                                 app));
+  }
+  return Status::ok();
+}
+
+// Overwritten pages or a dropped table would otherwise surface only at the first case recorded or
+// queried, after the run's report folder exists.
+Status HistoryDb::check_integrity() {
+  {
+    OPGATE_ASSIGN_OR_RETURN(Statement st, prepare("PRAGMA quick_check(1)"));
+    OPGATE_ASSIGN_OR_RETURN(bool row, st.step());
+    if (!row || st.text(0) != "ok") {
+      return io_error(fmt::format("{}: corrupt history database (quick_check: {})", path_,
+                                  row ? st.text(0) : std::string("no answer")));
+    }
+  }
+  for (const char* table : kTables) {
+    OPGATE_ASSIGN_OR_RETURN(Statement st, prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"));
+    OPGATE_ASSIGN_OR_RETURN(bool row, st.bind(1, std::string(table)).step());
+    if (!row) {
+      return io_error(fmt::format("{}: damaged run history: its table '{}' is missing (schema version {})", path_,
+                                  table, schema_version_));
+    }
   }
   return Status::ok();
 }
@@ -222,22 +255,54 @@ Status HistoryDb::set_up_for_recording() {
   // NORMAL in WAL: a killed process loses nothing committed (only a power loss may lose the last
   // transactions), and each case costs no fsync.
   OPGATE_TRY(exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON"));
-  return migrate();
+  OPGATE_TRY(migrate());
+  return check_integrity();
 }
 
+namespace {
+
+std::string folder_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// "file:" URI of a path: the characters a URI gives a meaning to are percent-encoded.
+std::string file_uri(const std::string& path, const char* query) {
+  std::string uri = "file:";
+  for (const unsigned char c : path) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7f) uri += fmt::format("%{:02X}", c);
+    else uri += static_cast<char>(c);
+  }
+  return uri + query;
+}
+
+}  // namespace
+
+// A query must leave the folder as it found it and work where nothing can be written:
+// - file and folder writable: a read-write connection that runs no write (query_only). A WAL
+//   database needs its -shm and -wal files while open; only a read-write connection, the last to
+//   close, removes them (a read-only one leaves both behind);
+// - otherwise (a read-only mount, a file of another user): immutable, which needs no -shm. It reads
+//   only what is checkpointed into the file, which is all of it once the recording run has ended.
 Expected<HistoryDb> HistoryDb::open_for_reading(const std::string& path) {
   OPGATE_TRY(check_path(path, true));
+  const bool writable = access(path.c_str(), W_OK) == 0 && access(folder_of(path).c_str(), W_OK) == 0;
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  const int rc = writable ? sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr)
+                          : sqlite3_open_v2(file_uri(path, "?immutable=1").c_str(), &raw,
+                                            SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
   HistoryDb db(path, raw);
   if (rc != SQLITE_OK) return db.error("cannot open the history database");
   sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+  if (writable) OPGATE_TRY(db.exec("PRAGMA query_only = ON"));
   OPGATE_TRY(db.check_identity(false));
   if (db.schema_version_ < kSchemaVersion) {
     return io_error(fmt::format("{}: history schema version {} is older than this opgate's ({}); one `opgate run "
                                 "--history {}` migrates it",
                                 path, db.schema_version_, kSchemaVersion, path));
   }
+  OPGATE_TRY(db.check_integrity());
   return db;
 }
 

@@ -72,6 +72,7 @@ class HistoryDb {
   };
   HistoryDb(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
   Status check_identity(bool allow_empty);
+  Status check_integrity();
   Status set_up_for_recording();
   Status migrate();
 

@@ -12,5 +12,7 @@ constexpr int32_t kApplicationId = 0x4F504748;
 
 extern const std::array<const char*, 1> kMigrations;
 constexpr int kSchemaVersion = 1;
+// The tables of the current schema: each must exist in a history opened for recording or reading.
+constexpr std::array<const char*, 4> kTables = {"runs", "cases", "results", "outputs"};
 
 }  // namespace opgate::history
