@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -146,13 +147,18 @@ class Reaper {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);  // the thread inherits the mask
-    std::thread([this, pid] {
+    auto reap = [this, pid] {
       int wstatus = 0;
       while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
       }
       std::lock_guard<std::mutex> lock(mutex_);
       if (--pending_ == 0) ended_.notify_all();
-    }).detach();
+    };
+    try {
+      std::thread(reap).detach();
+    } catch (const std::system_error&) {
+      reap();  // no thread to spare (a process limit): the child has sent its result and is exiting
+    }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
   }
 

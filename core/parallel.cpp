@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -21,6 +23,13 @@ int64_t default_threads() {
     return std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
   }();
   return n;
+}
+
+void warn_threads_refused(int64_t wanted, int64_t started, const char* why) {
+  static std::atomic<bool> said{false};
+  if (said.exchange(true)) return;
+  std::fprintf(stderr, "opgate: warning: %lld of %lld threads started (%s); the rest of the work runs on those\n",
+               static_cast<long long>(started), static_cast<long long>(wanted), why);
 }
 
 }  // namespace
@@ -57,7 +66,17 @@ void parallel_for(int64_t n, const std::function<void(int64_t)>& fn, int64_t min
   };
   std::vector<std::thread> pool;
   pool.reserve(static_cast<size_t>(count - 1));
-  for (int64_t k = 1; k < count; ++k) pool.emplace_back(worker);
+  for (int64_t k = 1; k < count; ++k) {
+    // A thread the system refuses (an address-space or process limit: --threads 4096 under
+    // ulimit -v) leaves its blocks to those that started: every block is still computed once, and
+    // no result depends on the thread count. Said once per process.
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error& e) {
+      warn_threads_refused(count, static_cast<int64_t>(pool.size()) + 1, e.what());
+      break;
+    }
+  }
   worker();
   for (auto& t : pool) t.join();
 }

@@ -1,7 +1,9 @@
 #include "tools/run_parallel.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
+#include <system_error>
 
 #include "core/child_process.h"
 #include "harness/runner.h"
@@ -34,7 +36,15 @@ ParallelCases::ParallelCases(const std::vector<PreparedCase>& cases, const std::
       results_(cases.size()) {
   for (int w = 0; w < jobs; ++w) {
     Backend& backend = *backends[backends.size() == 1 ? 0 : static_cast<size_t>(w)];
-    workers_.emplace_back([this, &backend] { work(backend); });
+    // A worker the system refuses (a thread limit) leaves its cases to those that started; with
+    // none started, this thread runs them all before the first take().
+    try {
+      workers_.emplace_back([this, &backend] { work(backend); });
+    } catch (const std::system_error& e) {
+      std::fprintf(stderr, "opgate: warning: %zu of %d case workers started (%s)\n", workers_.size(), jobs, e.what());
+      if (workers_.empty()) work(backend);
+      break;
+    }
   }
 }
 

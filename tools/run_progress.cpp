@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -53,7 +54,11 @@ Progress::Progress(ProgressStyle style, std::vector<double> weights, const std::
       total_weight_ += weights_[k];
     }
   }
-  ticker_ = std::thread([this] { tick(); });
+  try {
+    ticker_ = std::thread([this] { tick(); });
+  } catch (const std::system_error&) {
+    // No thread to spare (a thread limit): the progress line is redrawn only as cases end.
+  }
 }
 
 Progress::~Progress() {
@@ -63,7 +68,7 @@ Progress::~Progress() {
     clear_locked();
   }
   wake_.notify_all();
-  ticker_.join();
+  if (ticker_.joinable()) ticker_.join();
 }
 
 void Progress::print(const std::string& text) {
