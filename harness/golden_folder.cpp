@@ -3,6 +3,7 @@
 #include "harness/golden_folder.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
@@ -225,22 +227,39 @@ bool is_dir(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-void remove_tree(const std::string& path) {
-  if (DIR* d = opendir(path.c_str())) {
-    while (dirent* e = readdir(d)) {
-      const std::string name = e->d_name;
-      if (name == "." || name == "..") continue;
-      const std::string child = path + "/" + name;
-      if (is_dir(child)) {
-        remove_tree(child);
-      } else {
-        unlink(child.c_str());
-      }
-    }
-    closedir(d);
-  }
-  rmdir(path.c_str());
+bool is_link(const std::string& p) {
+  struct stat st {};
+  return lstat(p.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
 }
+
+namespace {
+
+// Each level is opened through its parent's descriptor with O_NOFOLLOW: a link (to a folder or a
+// file) is unlinked itself, never what it points to, even one swapped in during the walk.
+void remove_tree_at(int parent_fd, const char* name) {
+  const int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    unlinkat(parent_fd, name, 0);  // a file or a link (or nothing)
+    return;
+  }
+  DIR* d = fdopendir(fd);
+  if (d == nullptr) {
+    close(fd);
+    return;
+  }
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    const std::string child = e->d_name;
+    if (child != "." && child != "..") names.push_back(child);
+  }
+  for (const auto& child : names) remove_tree_at(dirfd(d), child.c_str());
+  closedir(d);
+  unlinkat(parent_fd, name, AT_REMOVEDIR);
+}
+
+}  // namespace
+
+void remove_tree(const std::string& path) { remove_tree_at(AT_FDCWD, path.c_str()); }
 
 Expected<TensorMap> checked_inputs(const Case& c) {
   OPGATE_ASSIGN_OR_RETURN(auto problem, make_problem(c));  // errors name the file and case

@@ -63,6 +63,8 @@ std::string sha256_hex(const std::string& bytes);
 // The SHA-256 of a file read in chunks; an error when it holds more than `limit` bytes.
 Expected<std::string> sha256_file(const std::string& path, uint64_t limit);
 bool is_dir(const std::string& path);
+bool is_link(const std::string& path);  // a symbolic link itself (lstat), whatever it points to
+// Removes a folder tree (or a file, or a link) without following any symbolic link.
 void remove_tree(const std::string& path);
 // The last path component and its parent ("a/b/c/" -> "c", "a/b").
 std::string last_part(std::string path);

@@ -83,8 +83,30 @@ RegenPlan regen_plan(const std::vector<Case>& cases) {
 
 // Writes the planned folders (after checking every case first: a bad case must not leave a
 // regeneration half applied) and, for whole sets, removes the folders no case holds any more.
+Status linked_case_dir(const std::string& dir) {
+  return io_error(fmt::format("{}: a symbolic link; golden regen writes and removes real case folders only (replace "
+                              "the link by a copy, or regenerate into the folder it points to with --out)",
+                              dir));
+}
+
+// A case folder that is a link would have its target rewritten or removed: refused before any write.
+Status refuse_linked_case_dirs(const RegenPlan& plan, const std::string& out, bool whole_sets) {
+  for (const Case* c : plan.todo) {
+    const std::string dir = golden_case_dir(out, c->op, c->id);
+    if (golden_folder::is_link(dir)) return linked_case_dir(dir).with_context(case_where(*c));
+  }
+  if (!whole_sets) return Status::ok();
+  for (const auto& [stem, ids] : plan.golden_ids) {
+    for (const auto& dir : list_golden_dirs(out, stem)) {
+      if (!ids.count(golden_folder::last_part(dir)) && golden_folder::is_link(dir)) return linked_case_dir(dir);
+    }
+  }
+  return Status::ok();
+}
+
 Status write_golden(const RegenPlan& plan, const std::string& out, bool whole_sets) {
   for (const Case* c : plan.todo) OPGATE_TRY(golden_folder::checked_inputs(*c).status());
+  OPGATE_TRY(refuse_linked_case_dirs(plan, out, whole_sets));
   for (const auto& [stem, ids] : plan.golden_ids) {
     for (const auto& line : clean_golden_leftovers(out, stem)) fmt::print("{}\n", line);
   }
