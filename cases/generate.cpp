@@ -54,13 +54,36 @@ std::string skips_line(const std::string& stem, int64_t cases, const GenerateSki
                             s.skipped(), s.unparsed, s.invalid, s.over_budget, element_budget(size));
 }
 
-Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size,
-                                           GenerateSkips* skips) {
+namespace {
+
+// Case n of the sequence gets one extreme per-tensor fill (see generate_extreme_cases).
+Status make_extreme(Case& c, int64_t n) {
+  static const ExtremeClass kClasses[] = {ExtremeClass::kSubnormal, ExtremeClass::kNearMax, ExtremeClass::kSignedZero};
+  OPGATE_ASSIGN_OR_RETURN(auto problem, make_problem(c));
+  // Inputs the operator fills (outputs and absent optionals have no values to override).
+  OPGATE_ASSIGN_OR_RETURN(TensorMap inputs, problem->fill(FillMode::kExact, c.seed));
+  std::vector<std::string> floats;
+  for (const auto& [name, t] : inputs) {
+    const auto spec = problem->specs().find(name);  // overrides name the call's descriptors
+    if (spec != problem->specs().end() && is_floating(t.dtype()) && t.numel() > 0) floats.push_back(name);
+  }
+  if (floats.empty()) return Status::ok();
+  const ExtremeClass cls = kClasses[n % 3];
+  const std::string& tensor = floats[static_cast<size_t>(n) % floats.size()];
+  c.tensors[tensor]["fill"] = {{"extreme", extreme_class_name(cls)}};
+  c.id += std::string(".x") + extreme_class_name(cls);
+  c.tags.push_back("extreme");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status for_each_generated_case(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size, bool extreme,
+                               GenerateSkips* skips, const std::function<Status(Case&)>& visit) {
   GenerateSkips local;
   GenerateSkips& sk = skips != nullptr ? *skips : local;
   static const FillMode kFills[] = {FillMode::kExact, FillMode::kRealistic, FillMode::kAdversarial};
   constexpr int kMaxDrawsPerCase = 200;
-  std::vector<Case> out;
   uint64_t draw = 0;
   for (int64_t n = 0; n < count; ++n) {
     bool made = false;
@@ -89,7 +112,8 @@ Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint
         ++sk.over_budget;
         continue;
       }
-      out.push_back(std::move(c));
+      if (extreme) OPGATE_TRY(make_extreme(c, n));
+      OPGATE_TRY(visit(c));
       made = true;
     }
     if (!made) {
@@ -97,31 +121,27 @@ Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint
                                         element_budget(size), kMaxDrawsPerCase));
     }
   }
+  return Status::ok();
+}
+
+Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size,
+                                           GenerateSkips* skips) {
+  std::vector<Case> out;
+  OPGATE_TRY(for_each_generated_case(op, count, seed, size, false, skips, [&](Case& c) {
+    out.push_back(std::move(c));
+    return Status::ok();
+  }));
   return out;
 }
 
 Expected<std::vector<Case>> generate_extreme_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size,
                                                    GenerateSkips* skips) {
-  static const ExtremeClass kClasses[] = {ExtremeClass::kSubnormal, ExtremeClass::kNearMax, ExtremeClass::kSignedZero};
-  OPGATE_ASSIGN_OR_RETURN(std::vector<Case> cases, generate_cases(op, count, seed, size, skips));
-  for (size_t n = 0; n < cases.size(); ++n) {
-    Case& c = cases[n];
-    OPGATE_ASSIGN_OR_RETURN(auto problem, make_problem(c));
-    // Inputs the operator fills (outputs and absent optionals have no values to override).
-    OPGATE_ASSIGN_OR_RETURN(TensorMap inputs, problem->fill(FillMode::kExact, c.seed));
-    std::vector<std::string> floats;
-    for (const auto& [name, t] : inputs) {
-      const auto spec = problem->specs().find(name);  // overrides name the call's descriptors
-      if (spec != problem->specs().end() && is_floating(t.dtype()) && t.numel() > 0) floats.push_back(name);
-    }
-    if (floats.empty()) continue;
-    const ExtremeClass cls = kClasses[n % 3];
-    const std::string& tensor = floats[n % floats.size()];
-    c.tensors[tensor]["fill"] = {{"extreme", extreme_class_name(cls)}};
-    c.id += std::string(".x") + extreme_class_name(cls);
-    c.tags.push_back("extreme");
-  }
-  return cases;
+  std::vector<Case> out;
+  OPGATE_TRY(for_each_generated_case(op, count, seed, size, true, skips, [&](Case& c) {
+    out.push_back(std::move(c));
+    return Status::ok();
+  }));
+  return out;
 }
 
 std::string feature_value(const nlohmann::json& v) {
@@ -138,18 +158,20 @@ std::string feature_value(const nlohmann::json& v) {
   return v.dump();
 }
 
+void add_feature_stats(FeatureStats& s, const Case& c) {
+  for (auto it = c.params.begin(); it != c.params.end(); ++it) {
+    if (it.value().is_array()) {
+      ++s[it.key() + ".length"][feature_value(static_cast<int64_t>(it.value().size()))];
+    } else {
+      ++s[it.key()][feature_value(it.value())];
+    }
+  }
+  ++s["fill"][fill_mode_name(c.fill)];
+}
+
 FeatureStats feature_stats(const std::vector<Case>& cases) {
   FeatureStats s;
-  for (const auto& c : cases) {
-    for (auto it = c.params.begin(); it != c.params.end(); ++it) {
-      if (it.value().is_array()) {
-        ++s[it.key() + ".length"][feature_value(static_cast<int64_t>(it.value().size()))];
-      } else {
-        ++s[it.key()][feature_value(it.value())];
-      }
-    }
-    ++s["fill"][fill_mode_name(c.fill)];
-  }
+  for (const auto& c : cases) add_feature_stats(s, c);
   return s;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +35,12 @@ std::string skips_line(const std::string& stem, int64_t cases, const GenerateSki
 Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size,
                                            GenerateSkips* skips = nullptr);
 
+// The cases of generate_cases (extreme: of generate_extreme_cases), handed to `visit` one at a
+// time as they are made and kept nowhere: memory stays that of one case whatever `count` (a
+// million cases held at once took 2 GB). An error of `visit` stops the generation and is returned.
+Status for_each_generated_case(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size, bool extreme,
+                               GenerateSkips* skips, const std::function<Status(Case&)>& visit);
+
 // generate_cases, each case then given one per-tensor `extreme` fill (core/fill_override.h): case n
 // overrides its (n mod k)-th float input (k float inputs, in name order) with the class
 // subnormal, near_max, signed_zero in turn (NaN and Inf are left to case files, where the
@@ -48,6 +55,7 @@ int64_t input_elements(const Problem& p);
 // by powers of two ("0", "1", "2-3", "4-7", ...), plus the fill mode.
 using FeatureStats = std::map<std::string, std::map<std::string, int64_t>>;
 FeatureStats feature_stats(const std::vector<Case>& cases);
+void add_feature_stats(FeatureStats& stats, const Case& c);  // one case more
 // The categorical value of a param as `feature_stats` names it.
 std::string feature_value(const nlohmann::json& v);
 

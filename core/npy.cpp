@@ -372,35 +372,53 @@ Status write_npy(const std::string& path, const Tensor& t) {
 }
 
 Status write_file_atomic(const std::string& path, const std::string& bytes) {
+  OPGATE_ASSIGN_OR_RETURN(AtomicFileWriter out, AtomicFileWriter::open(path));
+  OPGATE_TRY(out.append(bytes));
+  return out.commit();
+}
+
+Expected<AtomicFileWriter> AtomicFileWriter::open(const std::string& path) {
   // The sequence number keeps two threads of one process that write the same path from sharing a
   // temporary file; the pid does the same across processes.
   static std::atomic<uint64_t> sequence{0};
-  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), sequence++);
+  std::string tmp = fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), sequence++);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return io_error(fmt::format("{}: cannot create {}: {}", path, tmp, errno_message()));
+  return AtomicFileWriter(path, std::move(tmp), fd);
+}
+
+AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& o) noexcept
+    : path_(std::move(o.path_)), tmp_(std::move(o.tmp_)), fd_(o.fd_), committed_(o.committed_) {
+  o.fd_ = -1;
+  o.committed_ = true;  // the moved-from writer owns no temporary file
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (committed_) return;
+  if (fd_ >= 0) ::close(fd_);
+  ::unlink(tmp_.c_str());
+}
+
+Status AtomicFileWriter::append(const std::string& bytes) {
   size_t written = 0;
   while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    const ssize_t n = ::write(fd_, bytes.data() + written, bytes.size() - written);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = n < 0 ? errno_message() : "no progress";
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return io_error(fmt::format("{}: write to {} failed: {}", path, tmp, why));
-    }
+    if (n <= 0) return io_error(fmt::format("{}: write to {} failed: {}", path_, tmp_, n < 0 ? errno_message() : "no progress"));
     written += static_cast<size_t>(n);
   }
+  return Status::ok();
+}
+
+Status AtomicFileWriter::commit() {
   // close() can report deferred write errors (NFS, quota), so it is checked like write().
-  if (::close(fd) != 0) {
-    const std::string why = errno_message();
-    ::unlink(tmp.c_str());
-    return io_error(fmt::format("{}: closing {} failed: {}", path, tmp, why));
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) return io_error(fmt::format("{}: closing {} failed: {}", path_, tmp_, errno_message()));
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    return io_error(fmt::format("{}: cannot rename {} into place: {}", path_, tmp_, errno_message()));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = errno_message();
-    ::unlink(tmp.c_str());
-    return io_error(fmt::format("{}: cannot rename {} into place: {}", path, tmp, why));
-  }
+  committed_ = true;
   return Status::ok();
 }
 

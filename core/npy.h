@@ -23,6 +23,25 @@ Status write_npy(const std::string& path, const Tensor& t);
 
 // Writes `bytes` to `path` atomically (temporary name + rename); shared by every file writer.
 Status write_file_atomic(const std::string& path, const std::string& bytes);
+
+// The same, for a file written in pieces (a file larger than what should sit in memory at once):
+// the pieces go to the temporary file, commit() renames it into place; destroyed uncommitted (an
+// error, an exception), it removes the temporary file and `path` is untouched.
+class AtomicFileWriter {
+ public:
+  static Expected<AtomicFileWriter> open(const std::string& path);
+  AtomicFileWriter(AtomicFileWriter&& o) noexcept;
+  AtomicFileWriter& operator=(AtomicFileWriter&&) = delete;
+  ~AtomicFileWriter();
+  Status append(const std::string& bytes);
+  Status commit();
+
+ private:
+  AtomicFileWriter(std::string path, std::string tmp, int fd) : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd) {}
+  std::string path_, tmp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
 Expected<std::string> read_file(const std::string& path);
 // Creates `path` and its missing parents (like mkdir -p).
 Status make_dirs(const std::string& path);

@@ -280,32 +280,41 @@ Expected<std::vector<Case>> select_cases(const std::string& root, const Selectio
   return keep_selected(std::move(all), s, &k);
 }
 
+Expected<CaseSelector> CaseSelector::make(const Selection& s) {
+  CaseSelector sel;
+  for (const auto& name : s.ops) {
+    OPGATE_ASSIGN_OR_RETURN(const OpInfo* op, resolve_op(name));
+    sel.ops_.push_back(op);
+  }
+  OPGATE_ASSIGN_OR_RETURN(sel.filter_, filter_regex(s));
+  OPGATE_ASSIGN_OR_RETURN(auto shard, selected_shard(s));
+  sel.shard_index_ = shard.first;
+  sel.shard_total_ = shard.second;
+  return sel;
+}
+
+bool CaseSelector::keep(const Case& c, SelectionCounts& k) const {
+  ++k.loaded;
+  if (!ops_.empty() && std::none_of(ops_.begin(), ops_.end(), [&](const OpInfo* op) { return op->stem == c.op; })) {
+    return false;
+  }
+  k.op_tiers.insert({c.op, c.tier});
+  if (filter_) {
+    bool hit = std::regex_search(c.id, *filter_);
+    for (const auto& t : c.tags) hit = hit || std::regex_search(t, *filter_);
+    if (!hit) return false;
+  }
+  ++k.matched;
+  return in_shard(c.id, shard_index_, shard_total_);
+}
+
 Expected<std::vector<Case>> keep_selected(std::vector<Case> cases, const Selection& s, SelectionCounts* counts) {
   SelectionCounts local;
   SelectionCounts& k = counts != nullptr ? *counts : local;
-  std::vector<const OpInfo*> ops;
-  for (const auto& name : s.ops) {
-    OPGATE_ASSIGN_OR_RETURN(const OpInfo* op, resolve_op(name));
-    ops.push_back(op);
-  }
-  OPGATE_ASSIGN_OR_RETURN(std::optional<std::regex> re, filter_regex(s));
-  OPGATE_ASSIGN_OR_RETURN(auto shard, selected_shard(s));
-  const auto [shard_i, shard_n] = shard;
-  k.loaded += cases.size();
+  OPGATE_ASSIGN_OR_RETURN(CaseSelector selector, CaseSelector::make(s));
   std::vector<Case> out;
   for (auto& c : cases) {
-    if (!ops.empty() && std::none_of(ops.begin(), ops.end(), [&](const OpInfo* op) { return op->stem == c.op; })) {
-      continue;
-    }
-    k.op_tiers.insert({c.op, c.tier});
-    if (re) {
-      bool hit = std::regex_search(c.id, *re);
-      for (const auto& t : c.tags) hit = hit || std::regex_search(t, *re);
-      if (!hit) continue;
-    }
-    ++k.matched;
-    if (!in_shard(c.id, shard_i, shard_n)) continue;
-    out.push_back(std::move(c));
+    if (selector.keep(c, k)) out.push_back(std::move(c));
   }
   return out;
 }

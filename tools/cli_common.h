@@ -2,6 +2,8 @@
 // selecting cases (op, tier, files, filter, shard) and printing errors the one way.
 #pragma once
 
+#include <optional>
+#include <regex>
 #include <set>
 #include <string>
 #include <utility>
@@ -74,6 +76,19 @@ Expected<std::vector<Case>> select_cases(const std::string& root, const Selectio
 // `counts` (loaded, matched, op_tiers) accumulate. select_cases ends with this; `run --generate`
 // applies it to generated cases.
 Expected<std::vector<Case>> keep_selected(std::vector<Case> cases, const Selection& s, SelectionCounts* counts);
+// keep_selected's rules, one case at a time (`run --generate` keeps only what it selects, never the
+// whole generated sequence).
+class CaseSelector {
+ public:
+  static Expected<CaseSelector> make(const Selection& s);
+  // True if `c` is selected; counts it (loaded, matched, op_tiers) like keep_selected.
+  bool keep(const Case& c, SelectionCounts& counts) const;
+
+ private:
+  std::vector<const OpInfo*> ops_;
+  std::optional<std::regex> filter_;
+  int shard_index_ = 0, shard_total_ = 1;
+};
 // Which baseline cases the selection would run: the operators and tiers it read (counts of
 // select_cases), its --filter on the id and its shard. A case matched through a tag only is out of
 // scope (results do not keep tags), so it is never reported missing.

@@ -1,5 +1,8 @@
 // `opgate gen` (seeded generated case files and their feature statistics) and `opgate shrink`
 // (a failing case reduced to a minimal one that fails the same way).
+#include <cstdio>
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "cases/generate.h"
@@ -12,15 +15,69 @@
 namespace opgate::cli {
 namespace {
 
-// A case file of `cases`, one case per line so diffs stay reviewable.
-std::string case_file_text(const std::string& op, const std::vector<Case>& cases, const std::string& note) {
-  std::string text = fmt::format("{{\n  \"op\": \"{}\",\n  \"note\": {},\n  \"cases\": [\n", op, nlohmann::json(note).dump());
-  for (size_t i = 0; i < cases.size(); ++i) {
-    nlohmann::json j = case_to_json(cases[i]);
-    j.erase("op");
-    text += "    " + j.dump() + (i + 1 < cases.size() ? ",\n" : "\n");
+// A case file, one case per line so diffs stay reviewable, written as the cases are generated
+// (to --out through a temporary file, or to stdout): a million cases took 2.5 GB held at once.
+class CaseFileStream {
+ public:
+  static Expected<CaseFileStream> open(const std::string& path) {
+    if (path.empty()) return CaseFileStream(std::nullopt);
+    OPGATE_ASSIGN_OR_RETURN(AtomicFileWriter file, AtomicFileWriter::open(path));
+    return CaseFileStream(std::move(file));
   }
-  return text + "  ]\n}\n";
+  Status header(const std::string& op, const std::string& note) {
+    return put(fmt::format("{{\n  \"op\": \"{}\",\n  \"note\": {},\n  \"cases\": [", op, nlohmann::json(note).dump()));
+  }
+  Status add(const Case& c) {
+    nlohmann::json j = case_to_json(c);
+    j.erase("op");
+    const char* sep = first_ ? "\n    " : ",\n    ";
+    first_ = false;
+    return put(sep + j.dump());
+  }
+  Status finish() {
+    OPGATE_TRY(put("\n  ]\n}\n"));
+    return file_ ? file_->commit() : Status::ok();
+  }
+
+ private:
+  explicit CaseFileStream(std::optional<AtomicFileWriter> file) : file_(std::move(file)) {}
+  Status put(const std::string& text) {
+    if (file_) return file_->append(text);
+    std::fputs(text.c_str(), stdout);
+    return Status::ok();
+  }
+  std::optional<AtomicFileWriter> file_;
+  bool first_ = true;
+};
+
+Status write_case_file(const std::string& path, const Case& c, const std::string& note) {
+  OPGATE_ASSIGN_OR_RETURN(CaseFileStream stream, CaseFileStream::open(path));
+  OPGATE_TRY(stream.header(c.op, note));
+  OPGATE_TRY(stream.add(c));
+  return stream.finish();
+}
+
+Status write_generated(const OpInfo& op, int64_t count, uint64_t seed, const std::string& size, const std::string& out) {
+  OPGATE_ASSIGN_OR_RETURN(CaseFileStream stream, CaseFileStream::open(out));
+  OPGATE_TRY(stream.header(op.stem, fmt::format("opgate gen --op {} --count {} --seed {} --size {}", op.stem, count,
+                                                seed, size)));
+  OPGATE_TRY(for_each_generated_case(op, count, seed, parse_size_class(size).value(), false, nullptr,
+                                     [&](Case& c) { return stream.add(c); }));
+  return stream.finish();
+}
+
+Status print_generated_stats(const OpInfo& op, int64_t count, uint64_t seed, const std::string& size) {
+  FeatureStats stats;
+  OPGATE_TRY(for_each_generated_case(op, count, seed, parse_size_class(size).value(), false, nullptr, [&](Case& c) {
+    add_feature_stats(stats, c);
+    return Status::ok();
+  }));
+  for (const auto& [feature, values] : stats) {
+    std::string line;
+    for (const auto& [value, n] : values) line += fmt::format("  {}:{}", value, n);
+    fmt::print("{:<18}{}\n", feature, line);
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -54,26 +111,9 @@ void add_gen(CLI::App& app, int& exit_code) {
     if (o->tier_like == "smoke") size = "small";
     if (o->tier_like == "ci") size = "medium";
     if (o->tier_like == "nightly") size = "large";
-    auto cases = generate_cases(*op, o->count, o->seed, parse_size_class(size).value());
-    if (!cases) {
-      exit_code = fail(cases.status());
-      return;
-    }
-    if (o->stats) {
-      for (const auto& [feature, values] : feature_stats(*cases)) {
-        std::string line;
-        for (const auto& [value, n] : values) line += fmt::format("  {}:{}", value, n);
-        fmt::print("{:<18}{}\n", feature, line);
-      }
-      return;
-    }
-    const std::string text = case_file_text(
-        op->stem, *cases, fmt::format("opgate gen --op {} --count {} --seed {} --size {}", op->stem, o->count, o->seed, size));
-    if (o->out.empty()) {
-      fmt::print("{}", text);
-    } else if (Status st = write_file_atomic(o->out, text); !st.is_ok()) {
-      exit_code = fail(st);
-    }
+    const Status st = o->stats ? print_generated_stats(*op, o->count, o->seed, size)
+                               : write_generated(*op, o->count, o->seed, size, o->out);
+    if (!st.is_ok()) exit_code = fail(st);
   });
 }
 
@@ -123,8 +163,7 @@ void add_shrink(CLI::App& app, int& exit_code) {
     minimal.source.clear();
     minimal.tier.clear();
     const std::string out = o->out.empty() ? minimal.id + ".json" : o->out;
-    if (Status st = write_file_atomic(out, case_file_text(minimal.op, {minimal}, "shrunk by opgate shrink from " + chosen->id));
-        !st.is_ok()) {
+    if (Status st = write_case_file(out, minimal, "shrunk by opgate shrink from " + chosen->id); !st.is_ok()) {
       exit_code = fail(st);
       return;
     }

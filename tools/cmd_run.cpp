@@ -126,18 +126,20 @@ Expected<std::vector<Case>> generated(const RunFlags& f, SelectionCounts* counts
     for (const auto& op : all_ops()) ops.push_back(&op);
   }
   OPGATE_ASSIGN_OR_RETURN(SizeClass size, parse_size_class(f.size));
+  OPGATE_ASSIGN_OR_RETURN(CaseSelector selector, CaseSelector::make(f.sel));
   std::vector<Case> out;
   for (const OpInfo* op : ops) {
     GenerateSkips skips;
-    OPGATE_ASSIGN_OR_RETURN(auto cases, f.extreme_fills ? generate_extreme_cases(*op, f.generate, f.seed, size, &skips)
-                                                        : generate_cases(*op, f.generate, f.seed, size, &skips));
-    skipped->push_back(skips_line(op->stem, static_cast<int64_t>(cases.size()), skips, size));
-    for (auto& c : cases) {
+    int64_t made = 0;
+    OPGATE_TRY(for_each_generated_case(*op, f.generate, f.seed, size, f.extreme_fills, &skips, [&](Case& c) {
+      ++made;
       c.tier = "generated";
-      out.push_back(std::move(c));
-    }
+      if (selector.keep(c, *counts)) out.push_back(std::move(c));
+      return Status::ok();
+    }));
+    skipped->push_back(skips_line(op->stem, made, skips, size));
   }
-  return keep_selected(std::move(out), f.sel, counts);
+  return out;
 }
 
 // "no cases selected (<why>)": which files were read and what filtered their cases away.
