@@ -14,6 +14,7 @@
 
 #include "core/json_read.h"
 #include "core/npy.h"
+#include "core/report.h"
 
 namespace opgate {
 namespace {
@@ -152,6 +153,8 @@ Expected<std::vector<CaseResult>> read_baseline(const std::string& path) {
 
 Status accept_baseline(const std::string& report, const std::string& dir, const std::string& harness_version) {
   OPGATE_ASSIGN_OR_RETURN(const std::string folder, report_folder(report));
+  // A run still writing the folder has only part of its results (or none yet): name who writes it.
+  OPGATE_TRY(check_not_being_written(folder));
   const std::string source = folder + "/results.jsonl";
   OPGATE_ASSIGN_OR_RETURN(std::string text, read_file_bounded(source, kMaxResultsBytes, "results.jsonl"));
   // Parsed first, so a corrupt report never becomes the baseline.
