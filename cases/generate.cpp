@@ -59,6 +59,16 @@ namespace {
 // Case n of the sequence gets one extreme per-tensor fill (see generate_extreme_cases).
 Status make_extreme(Case& c, int64_t n) {
   static const ExtremeClass kClasses[] = {ExtremeClass::kSubnormal, ExtremeClass::kNearMax, ExtremeClass::kSignedZero};
+  return apply_extreme_fill(c, kClasses[n % 3], static_cast<size_t>(n));
+}
+
+}  // namespace
+
+std::string case_dtype_name(const nlohmann::json& params) {
+  return params.contains("dtype") ? short_dtype(feature_value(params["dtype"])) : "any";
+}
+
+Status apply_extreme_fill(Case& c, ExtremeClass cls, size_t tensor_pick) {
   OPGATE_ASSIGN_OR_RETURN(auto problem, make_problem(c));
   // Inputs the operator fills (outputs and absent optionals have no values to override).
   OPGATE_ASSIGN_OR_RETURN(TensorMap inputs, problem->fill(FillMode::kExact, c.seed));
@@ -68,15 +78,12 @@ Status make_extreme(Case& c, int64_t n) {
     if (spec != problem->specs().end() && is_floating(t.dtype()) && t.numel() > 0) floats.push_back(name);
   }
   if (floats.empty()) return Status::ok();
-  const ExtremeClass cls = kClasses[n % 3];
-  const std::string& tensor = floats[static_cast<size_t>(n) % floats.size()];
+  const std::string& tensor = floats[tensor_pick % floats.size()];
   c.tensors[tensor]["fill"] = {{"extreme", extreme_class_name(cls)}};
   c.id += std::string(".x") + extreme_class_name(cls);
   c.tags.push_back("extreme");
   return Status::ok();
 }
-
-}  // namespace
 
 Status for_each_generated_case(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size, bool extreme,
                                GenerateSkips* skips, const std::function<Status(Case&)>& visit) {
@@ -95,8 +102,7 @@ Status for_each_generated_case(const OpInfo& op, int64_t count, uint64_t seed, S
       c.params = op.generate(chooser);
       c.seed = seed * 1000003 + static_cast<uint64_t>(n);
       c.fill = kFills[n % 3];
-      const std::string dtype = c.params.contains("dtype") ? short_dtype(feature_value(c.params["dtype"])) : "any";
-      c.id = fmt::format("{}.gen{}.{}.{:03d}", op.short_name, seed, dtype, n);
+      c.id = fmt::format("{}.gen{}.{}.{:03d}", op.short_name, seed, case_dtype_name(c.params), n);
       c.tags = {"generated"};
       ++sk.draws;
       auto problem = make_problem(c);

@@ -10,6 +10,7 @@
 
 #include "core/case.h"
 #include "cases/registry.h"
+#include "core/fill_override.h"
 
 namespace opgate {
 
@@ -47,6 +48,13 @@ Status for_each_generated_case(const OpInfo& op, int64_t count, uint64_t seed, S
 // operator's spec says what they give). Ids gain ".x<class>"; tags gain "extreme".
 Expected<std::vector<Case>> generate_extreme_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size,
                                                    GenerateSkips* skips = nullptr);
+
+// The dtype part of a generated case id: "f16", "bf16", "f32", "i8", or "any" without a dtype param.
+std::string case_dtype_name(const nlohmann::json& params);
+
+// Gives `c` one per-tensor `extreme` fill of class `cls` on its (tensor_pick mod k)-th float input
+// (k float inputs, in name order; none: `c` unchanged). The id gains ".x<class>", the tags "extreme".
+Status apply_extreme_fill(Case& c, ExtremeClass cls, size_t tensor_pick);
 
 // Total elements of a problem's input tensors (the cost proxy used by budgets and shrinking).
 int64_t input_elements(const Problem& p);

@@ -9,53 +9,12 @@
 #include "harness/shrink.h"
 #include "core/npy.h"
 #include "cases/registry.h"
+#include "tools/case_file.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 
 namespace opgate::cli {
 namespace {
-
-// A case file, one case per line so diffs stay reviewable, written as the cases are generated
-// (to --out through a temporary file, or to stdout): a million cases took 2.5 GB held at once.
-class CaseFileStream {
- public:
-  static Expected<CaseFileStream> open(const std::string& path) {
-    if (path.empty()) return CaseFileStream(std::nullopt);
-    OPGATE_ASSIGN_OR_RETURN(AtomicFileWriter file, AtomicFileWriter::open(path));
-    return CaseFileStream(std::move(file));
-  }
-  Status header(const std::string& op, const std::string& note) {
-    return put(fmt::format("{{\n  \"op\": \"{}\",\n  \"note\": {},\n  \"cases\": [", op, nlohmann::json(note).dump()));
-  }
-  Status add(const Case& c) {
-    nlohmann::json j = case_to_json(c);
-    j.erase("op");
-    const char* sep = first_ ? "\n    " : ",\n    ";
-    first_ = false;
-    return put(sep + j.dump());
-  }
-  Status finish() {
-    OPGATE_TRY(put("\n  ]\n}\n"));
-    return file_ ? file_->commit() : Status::ok();
-  }
-
- private:
-  explicit CaseFileStream(std::optional<AtomicFileWriter> file) : file_(std::move(file)) {}
-  Status put(const std::string& text) {
-    if (file_) return file_->append(text);
-    std::fputs(text.c_str(), stdout);
-    return Status::ok();
-  }
-  std::optional<AtomicFileWriter> file_;
-  bool first_ = true;
-};
-
-Status write_case_file(const std::string& path, const Case& c, const std::string& note) {
-  OPGATE_ASSIGN_OR_RETURN(CaseFileStream stream, CaseFileStream::open(path));
-  OPGATE_TRY(stream.header(c.op, note));
-  OPGATE_TRY(stream.add(c));
-  return stream.finish();
-}
 
 Status write_generated(const OpInfo& op, int64_t count, uint64_t seed, const std::string& size, const std::string& out) {
   OPGATE_ASSIGN_OR_RETURN(CaseFileStream stream, CaseFileStream::open(out));

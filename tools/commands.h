@@ -19,5 +19,6 @@ void add_shrink(CLI::App& app, int& exit_code);
 void add_fuzz(CLI::App& app, int& exit_code);
 void add_fuzz_seeds(CLI::App& app, int& exit_code);
 void add_history(CLI::App& app, int& exit_code);
+void add_hunt(CLI::App& app, int& exit_code);
 
 }  // namespace opgate::cli

@@ -72,6 +72,7 @@ int run_cli(int argc, char** argv) {
   opgate::cli::add_shrink(app, exit_code);
   opgate::cli::add_fuzz(app, exit_code);
   opgate::cli::add_fuzz_seeds(app, exit_code);
+  opgate::cli::add_hunt(app, exit_code);
   opgate::cli::add_history(app, exit_code);
   // `opgate` alone: the help (what the sub-commands are), and exit 2 like any call that names no
   // command to run, so a script that lost its arguments does not pass (git does the same).
