@@ -259,6 +259,23 @@ TEST(VacuityTopOfRange, an_exact_maximum_moves_to_a_representable_neighbour) {
   EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), Tensor()).has_value());
 }
 
+TEST(VacuityEmpty, an_empty_output_is_not_vacuous) {
+  // An output of shape [0, 16] has one possible value (no elements): no wrong value exists for the
+  // comparison to miss, so an empty call is not MISTRUSTED. A non-empty output with nothing
+  // compared still is.
+  const Tensor e = f64({0, 16}, {});
+  const Tensor g = of(DType::kF16, {0, 16}, {});
+  for (const OutputCheck& c : {exact_f16(), bound_acc_is_magnitude(DType::kF16)}) {
+    const CompareResult original = compare_output(c, e, g, Tensor(), Tensor());
+    ASSERT_TRUE(original.passed);
+    EXPECT_EQ(original.metrics.elements, 0);
+    EXPECT_FALSE(vacuity_check(c, e, g, Tensor(), Tensor()).has_value());
+    EXPECT_FALSE(vacuity_check(c, e, g, Tensor(), Tensor(), &original).has_value());
+  }
+  const Tensor none = of(DType::kU8, {2}, {0, 0});
+  EXPECT_TRUE(vacuity_check(exact_f16(), f64({2}, {1, 2}), of(DType::kF16, {2}, {1, 2}), Tensor(), none).has_value());
+}
+
 TEST(VacuityFull, the_full_comparison_uses_the_magnitude_and_the_care_mask) {
   // A bound judged by a full comparison (no original result). Magnitude 0, so the allowance is half
   // an ulp; the perturbation of element 1 (e = 2) is seen: trusted. Were the magnitude taken as a
