@@ -317,7 +317,7 @@ namespace {
 
 // What folder_files would store: magnitudes of the outputs checked with `bound` only.
 Status check_finite_tolerances(const Case& c, const Problem& problem, const RefOutputs& ref) {
-  const ComparePlan plan = problem.compare_plan(ref, c.fill);
+  const ComparePlan plan = problem.compare_plan(ref, plan_fill(c));
   RefOutputs stored = ref;
   for (const OutputCheck& check : plan.outputs) {
     if (check.kind != CheckKind::kTolerance || check.tol.standard != Standard::kBound) stored.magnitude.erase(check.name);
@@ -353,7 +353,7 @@ Computed folder_files(const Case& c, const Problem& problem, const TensorMap& pa
   for (const auto& [name, t] : ref.care) out.files.push_back(tensor_file("expected/" + name + ".care.npy", t, DType::kU8));
   // Format 2: the magnitudes of exactly the outputs the plan checks with `bound` (the only standard
   // that reads them), so a run can tell a deleted file from an output that needs none.
-  for (const OutputCheck& check : problem.compare_plan(ref, c.fill).outputs) {
+  for (const OutputCheck& check : problem.compare_plan(ref, plan_fill(c)).outputs) {
     const auto exp = ref.expected.find(check.name);
     if (check.kind != CheckKind::kTolerance || check.tol.standard != Standard::kBound || exp == ref.expected.end()) {
       continue;

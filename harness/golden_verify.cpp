@@ -184,7 +184,7 @@ GoldenCheck verify_golden(const std::string& dir, const std::vector<Case>& curre
   // 1b. No stored tolerance accepts any value of an element whose expected value is finite.
   if (auto problem = make_problem(c)) {
     const RefOutputs stored = golden_folder::stored_outputs(f.tensors);
-    if (const auto unsound = golden_folder::unsound_tolerance((*problem)->compare_plan(stored, c.fill), stored)) {
+    if (const auto unsound = golden_folder::unsound_tolerance((*problem)->compare_plan(stored, plan_fill(c)), stored)) {
       fail("unsound tolerance", fmt::format("{}/{}: {} ({}) accepts any value there", dir, unsound->file,
                                             golden_folder::kUnsoundTolerance, unsound->what));
     }

@@ -141,7 +141,7 @@ CaseResult run_stages(const PreparedCase& pc, Backend& backend, const RunOptions
     return finish(std::move(r), *outcome, t0);
   }
   if (auto outcome = compute_case_data(pc, problem, data, r)) return finish(std::move(r), *outcome, t0);
-  Outcome outcome = check_device(problem, backend, data, pc.c.fill, opt, r);
+  Outcome outcome = check_device(problem, backend, data, plan_fill(pc.c), opt, r);
   return finish(std::move(r), std::move(outcome), t0);
 }
 
