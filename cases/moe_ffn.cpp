@@ -439,13 +439,21 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode /*
 }
 
 std::string describe(const Params& p, const std::string& output, const std::vector<int64_t>& index,
-                     const TensorMap& /*inputs*/) {
-  if (output != "y" || index.size() != 2) return "";
+                     const TensorMap& inputs) {
+  if (output != "y" || index.size() < 2) return "";
+  // y has x's leading dims (x of rank 2..8): the token is their row-major flat index.
+  const auto x = inputs.find("x");
+  int64_t token = index[0];
+  if (index.size() > 2) {
+    if (x == inputs.end() || static_cast<size_t>(x->second.rank()) != index.size()) return "";
+    for (size_t d = 1; d + 1 < index.size(); ++d) token = token * x->second.dim(static_cast<int>(d)) + index[d];
+  }
+  const int64_t col = index.back();
   const std::vector<int64_t> off = ref::expert_offsets(p.expert_tokens);
-  const int64_t e = ref::expert_of_row(off, index[0]);
-  if (e < 0 || e >= static_cast<int64_t>(p.expert_tokens.size())) return fmt::format("token {}, column {}", index[0], index[1]);
-  return fmt::format("token {} = expert {}, row {} of {}; column {}", index[0], e, index[0] - off[static_cast<size_t>(e)],
-                     p.expert_tokens[static_cast<size_t>(e)], index[1]);
+  const int64_t e = ref::expert_of_row(off, token);
+  if (e < 0 || e >= static_cast<int64_t>(p.expert_tokens.size())) return fmt::format("token {}, column {}", token, col);
+  return fmt::format("token {} = expert {}, row {} of {}; column {}", token, e, token - off[static_cast<size_t>(e)],
+                     p.expert_tokens[static_cast<size_t>(e)], col);
 }
 
 OPGATE_BIND_PROBLEM(moe_ffn, (std::vector<std::string>{"y"}))

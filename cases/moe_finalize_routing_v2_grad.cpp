@@ -277,9 +277,10 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode mo
   gs.tol.u_acc = 0x1p-24;
   gs.tol.out_ulps = 0.5;
   if (mode == FillMode::kExact) {
-    // Every product and partial sum is an integer below 2^24, so the fp32 total is the exact sum
-    // in any order and the only rounding is the final CAST_RINT: the bits are determined, ties
-    // included (a half-away or truncating cast fails).
+    // Every product and partial sum the exact fill generates is an integer below 2^24, so the fp32
+    // total is the exact sum in any order and the only rounding is the final CAST_RINT: the bits
+    // are determined, ties included (a half-away or truncating cast fails). A case whose values
+    // are overridden is planned as realistic (plan_fill, core/case.h).
     gs.kind = CheckKind::kExact;
     gs.rounding = Rounding::kNearestEven;
     gs.reason = "exact fill: products and partial sums are integers below 2^24, exact in fp32 in any "

@@ -88,6 +88,14 @@ Status check_case_id(const std::string& id) {
       why));
 }
 
+FillMode plan_fill(const Case& c) {
+  if (c.fill != FillMode::kExact || !c.tensors.is_object()) return c.fill;
+  for (auto it = c.tensors.begin(); it != c.tensors.end(); ++it) {
+    if (it.value().is_object() && it.value().contains("fill")) return FillMode::kRealistic;
+  }
+  return c.fill;
+}
+
 std::string case_where(const Case& c) {
   if (c.source.empty()) return fmt::format("case '{}'", c.id);
   if (c.index < 0) return fmt::format("{}: case '{}'", c.source, c.id);

@@ -40,6 +40,10 @@ struct Case {
 Status check_case_id(const std::string& id);
 // "<file>: cases[<i>]: case '<id>'", the prefix of every error about a loaded case.
 std::string case_where(const Case& c);
+// The fill a case's compare plan may rely on. An exact fill promises exact accumulations for the
+// values it generates only: a value override (tensors.<name>.fill) voids the promise (2^24 + 1 -
+// 2^24 is 0 in fp32, 1 in double), so the plan of such a case is made as for a realistic fill.
+FillMode plan_fill(const Case& c);
 // How case loading resolves operator names. Core knows no operator: the registry's layer passes
 // its lookup (cases/registry.h, which also has the overloads below without this argument).
 struct OpNames {

@@ -847,17 +847,50 @@ bool changes_still_pass(const OutputCheck& check, const Tensor& expected, const 
   return compare_output(check, expected, changed, magnitude, care).passed;
 }
 
-// A value of dtype T that is beyond `allowed` from `e` (toward +inf, else toward -inf).
+// The representable neighbour of v in T toward +inf (dir > 0) or -inf: +-inf past the largest
+// finite value of a floating T; v +- 1 for an integer T (the caller checks its range).
+double neighbour(DType T, double v, int dir) {
+  if (!is_floating(T)) return v + dir;
+  if (v == 0) return dir * ulp(T, 0.0);  // the smallest subnormal, of either sign
+  uint8_t buf[8] = {};
+  store_element(T, buf, v);
+  // Sign and magnitude: a step away from zero is the next larger magnitude's bit pattern.
+  const uint64_t b = load_bits(T, buf);
+  store_bits(T, buf, (v > 0) == (dir > 0) ? b + 1 : b - 1);
+  return load_element(T, buf);
+}
+
+// Is v a finite value of T (inside an integer T's range)?
+bool in_range(DType T, double v) { return std::isfinite(v) && round_to(T, v) == v; }
+
+// The nearest value of T beyond `allowed` from `e` (toward +inf first, else toward -inf), finite.
+// An aim past the largest finite value starts the search at that end of the range, whose values
+// may still be beyond the allowance (65504 - 96 is 65408 in f16 though 65504 + 96 overflows).
 std::optional<double> value_beyond(DType T, double e, double er, double allowed, bool integer) {
-  for (double dir : {1.0, -1.0}) {
+  for (int dir : {1, -1}) {
     double v;
     if (integer || !is_floating(T)) {
       v = round_to(T, er + dir * (std::floor(allowed) + 1));
     } else {
       v = round_to(T, e + dir * allowed * (1 + 0x1p-20), Rounding::kNearestEven);
-      for (int step = 0; step < 8 && std::fabs(v - e) <= allowed; ++step) v += dir * ulp(T, v);
+      if (!std::isfinite(v)) v = dir * max_finite(T);
+      for (int step = 0; step < 8 && std::isfinite(v) && std::fabs(v - e) <= allowed; ++step) v = neighbour(T, v, dir);
     }
     if (std::isfinite(v) && std::fabs(v - e) > allowed && !same_value(v, er)) return v;
+  }
+  return std::nullopt;
+}
+
+// A one-rounding bound accepts exactly [lo, hi]: the nearest finite values of T outside it, above
+// hi first. An end at +-inf (the reference itself overflows) has no finite value past it.
+std::optional<double> value_outside(DType T, double lo, double hi) {
+  if (std::isfinite(hi)) {
+    const double up = neighbour(T, hi, 1);
+    if (in_range(T, up)) return up;
+  }
+  if (std::isfinite(lo)) {
+    const double down = neighbour(T, lo, -1);
+    if (in_range(T, down)) return down;
   }
   return std::nullopt;
 }
@@ -940,6 +973,10 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
     return changes_still_pass(check, expected, got, magnitude, care, original, n, change);
   };
   if (check.kind == CheckKind::kUndefined) return std::nullopt;
+  // An empty output (an empty valid call, e.g. MoeFFN with M = 0) has a single possible value, so
+  // no defect can hide in its comparison: what can go wrong there (the return code, a write past
+  // the zero-size buffer into its guard bytes, a changed input) is checked elsewhere.
+  if (got.numel() == 0) return std::nullopt;
   const DType T = check.device_dtype;
   const bool integer_expected = is_integer(expected.dtype());
   // Candidates: cared elements, those with a finite expected value first and the largest
@@ -970,16 +1007,15 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
     const double allowed = element_allowance(check, check.kind == CheckKind::kTolerance ? e : er, mag);
     // An element that overflows the dtype (er = +-inf) has no finite value beyond its allowance in
     // range, but any number there fails, like one in place of an expected NaN or Inf.
-    // A one-rounding bound accepts [lo, hi], which toward-zero rounding stretches up to a spacing
-    // past e + allowed on the negative side (and e - allowed on the positive): move beyond both.
-    double reach = allowed;
+    // A one-rounding bound accepts [lo, hi] (which toward-zero rounding stretches up to a spacing
+    // past e + allowed on the negative side): the move leaves that interval, to its nearest
+    // neighbour, also where one end reaches past the largest finite value.
+    std::optional<double> v = 0.0;
     if (std::isfinite(e) && std::isfinite(er)) {
       const Judgement at_er = judge(check, e, er, er, allowed, mag);
-      if (at_er.interval) reach = std::max({allowed, at_er.hi - e, e - at_er.lo});
+      v = at_er.interval ? value_outside(T, at_er.lo, at_er.hi)
+                         : value_beyond(T, check.kind == CheckKind::kTolerance ? e : er, er, allowed, integer_expected);
     }
-    auto v = std::isfinite(e) && std::isfinite(er)
-                 ? value_beyond(T, check.kind == CheckKind::kTolerance ? e : er, er, reach, integer_expected)
-                 : std::optional<double>(0.0);
     if (!v) {
       return fmt::format("{}: element {} has tolerance {:.3g}, wider than its dtype's range", check.name,
                          shape_to_string(got.unravel(i)), allowed);

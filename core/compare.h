@@ -169,7 +169,7 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
 // The vacuity check: perturbs a copy of `got` as little as the check should notice (the fewest
 // elements the standard rejects, each moved just beyond its own tolerance; for exact outputs also
 // two distinct rows swapped) and returns why the case is vacuous if the perturbed copy still
-// passes. `got` must itself pass. With `original` (the CompareResult of `got`), standards decided
+// passes; an empty output is never vacuous (it has no element to move). `got` must itself pass. With `original` (the CompareResult of `got`), standards decided
 // elementwise judge only the changed elements instead of comparing the whole output again, and the
 // elements to perturb come from original->vacuity instead of a walk over the output.
 std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor& expected,

@@ -113,6 +113,10 @@ std::string golden_tolerance_problem(const std::string& dir, const GoldenCase& g
                        "one), so it cannot honour the file",
                        dir, g.slack.begin()->first);
   }
+  if (const auto unsound = golden_folder::unsound_tolerance(plan, RefOutputs{g.expected, g.magnitude, g.care, g.slack})) {
+    return fmt::format("{}/{}: {} ({}) accepts any value there; `opgate golden regen` no longer writes it", dir,
+                       unsound->file, golden_folder::kUnsoundTolerance, unsound->what);
+  }
   for (const OutputCheck& check : plan.outputs) {
     if (check.kind == CheckKind::kTolerance && check.tol.standard == Standard::kBound && g.expected.count(check.name) &&
         !g.magnitude.count(check.name)) {
@@ -250,18 +254,13 @@ Expected<GoldenCase> read_golden(const std::string& dir) {
   g.manifest = std::move(f.manifest);
   g.format = g.manifest["format"].get<int>();  // load_folder accepted it
   for (auto& [rel, t] : f.tensors) {
-    const std::string base = rel.substr(rel.find('/') + 1, rel.size() - rel.find('/') - 5);
-    const std::string of = golden_folder::tolerance_output(rel);
-    if (rel.rfind("inputs/", 0) == 0) {
-      g.inputs[base] = t;
-    } else if (!of.empty()) {
-      (base.size() > 4 && base.compare(base.size() - 4, 4, ".mag") == 0 ? g.magnitude : g.slack)[of] = t;
-    } else if (base.size() > 5 && base.compare(base.size() - 5, 5, ".care") == 0) {
-      g.care[base.substr(0, base.size() - 5)] = t;
-    } else {
-      g.expected[base] = t;
-    }
+    if (rel.rfind("inputs/", 0) == 0) g.inputs[rel.substr(7, rel.size() - 11)] = t;  // "inputs/<name>.npy"
   }
+  RefOutputs stored = golden_folder::stored_outputs(f.tensors);
+  g.expected = std::move(stored.expected);
+  g.care = std::move(stored.care);
+  g.magnitude = std::move(stored.magnitude);
+  g.slack = std::move(stored.slack);
   return g;
 }
 

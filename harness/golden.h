@@ -77,8 +77,9 @@ std::vector<CaseFieldDiff> case_differences(const nlohmann::json& before, const 
 // The one line a run prints (once) when `count` of its golden cases are format 1.
 std::string golden_format1_note(size_t count);
 // Format 2: why the folder cannot stand in for the reference of `problem` ("" when it can), naming
-// the file: an output its compare plan checks with the `bound` standard has no magnitude file, or
-// an output has a slack file, which this comparator has no term for (no reference returns one).
+// the file: an output its compare plan checks with the `bound` standard has no magnitude file, a
+// magnitude is not finite where the expected value is (it would accept any value), or an output
+// has a slack file, which this comparator has no term for (no reference returns one).
 std::string golden_tolerance_problem(const std::string& case_dir, const GoldenCase& g, const Problem& problem,
                                      FillMode fill);
 

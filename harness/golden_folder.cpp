@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -277,10 +278,84 @@ Expected<TensorMap> checked_inputs(const Case& c) {
   return inputs;
 }
 
+namespace {
+
+// The first compared element whose tolerance is not finite while its expected value, rounded to
+// the output's dtype, is; "" when there is none.
+std::string nonfinite_tolerance(const OutputCheck& check, const Tensor& expected, const Tensor& tolerance,
+                                const Tensor& care) {
+  if (expected.shape() != tolerance.shape() || (care.defined() && care.shape() != expected.shape())) return "";
+  const bool integer = is_integer(expected.dtype());
+  for (int64_t i = 0; i < tolerance.numel(); ++i) {
+    const double t = tolerance.get(i), e = expected.get(i);
+    if (std::isfinite(t) || (care.defined() && care.get(i) == 0)) continue;
+    if (std::isfinite(integer ? e : round_to(check.device_dtype, e, check.rounding))) {
+      return fmt::format("element {} holds {} where the expected value is {:.17g}",
+                         shape_to_string(expected.unravel(i)), t, e);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<UnsoundTolerance> unsound_tolerance(const ComparePlan& plan, const RefOutputs& ref) {
+  for (const OutputCheck& check : plan.outputs) {
+    const auto exp = ref.expected.find(check.name);
+    if (exp == ref.expected.end()) continue;
+    const auto care = ref.care.find(check.name);
+    const Tensor mask = care != ref.care.end() ? care->second : Tensor();
+    for (const auto& [suffix, tolerances] : {std::pair{".mag.npy", &ref.magnitude}, std::pair{".slack.npy", &ref.slack}}) {
+      const auto tol = tolerances->find(check.name);
+      if (tol == tolerances->end()) continue;
+      std::string what = nonfinite_tolerance(check, exp->second, tol->second, mask);
+      if (!what.empty()) return UnsoundTolerance{check.name, "expected/" + check.name + suffix, std::move(what)};
+    }
+  }
+  return std::nullopt;
+}
+
+RefOutputs stored_outputs(const std::map<std::string, Tensor>& tensors) {
+  RefOutputs out;
+  for (const auto& [rel, t] : tensors) {
+    if (rel.rfind("expected/", 0) != 0) continue;
+    const std::string base = rel.substr(9, rel.size() - 13);  // "expected/<base>.npy"
+    const std::string of = tolerance_output(rel);
+    if (!of.empty()) {
+      (base.size() > 4 && base.compare(base.size() - 4, 4, ".mag") == 0 ? out.magnitude : out.slack)[of] = t;
+    } else if (base.size() > 5 && base.compare(base.size() - 5, 5, ".care") == 0) {
+      out.care[base.substr(0, base.size() - 5)] = t;
+    } else {
+      out.expected[base] = t;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// What folder_files would store: magnitudes of the outputs checked with `bound` only.
+Status check_finite_tolerances(const Case& c, const Problem& problem, const RefOutputs& ref) {
+  const ComparePlan plan = problem.compare_plan(ref, plan_fill(c));
+  RefOutputs stored = ref;
+  for (const OutputCheck& check : plan.outputs) {
+    if (check.kind != CheckKind::kTolerance || check.tol.standard != Standard::kBound) stored.magnitude.erase(check.name);
+  }
+  const auto unsound = unsound_tolerance(plan, stored);
+  if (!unsound) return Status::ok();
+  return invalid_case(fmt::format("{}: {} output '{}': {} would hold {} ({}): it accepts any value there, so golden "
+                                  "files never store it",
+                                  case_where(c), problem.op().aclnn_name, unsound->output, unsound->file,
+                                  kUnsoundTolerance, unsound->what));
+}
+
+}  // namespace
+
 Expected<Computed> compute(const Case& c, const std::string& harness_version) {
   OPGATE_ASSIGN_OR_RETURN(TensorMap inputs, checked_inputs(c));
   OPGATE_ASSIGN_OR_RETURN(auto problem, make_problem(c));
   const RefOutputs ref = problem->reference(inputs);
+  OPGATE_TRY(check_finite_tolerances(c, *problem, ref));
   return folder_files(c, *problem, problem->pack(inputs), ref, harness_version);
 }
 
@@ -297,7 +372,7 @@ Computed folder_files(const Case& c, const Problem& problem, const TensorMap& pa
   for (const auto& [name, t] : ref.care) out.files.push_back(tensor_file("expected/" + name + ".care.npy", t, DType::kU8));
   // Format 2: the magnitudes of exactly the outputs the plan checks with `bound` (the only standard
   // that reads them), so a run can tell a deleted file from an output that needs none.
-  for (const OutputCheck& check : problem.compare_plan(ref, c.fill).outputs) {
+  for (const OutputCheck& check : problem.compare_plan(ref, plan_fill(c)).outputs) {
     const auto exp = ref.expected.find(check.name);
     if (check.kind != CheckKind::kTolerance || check.tol.standard != Standard::kBound || exp == ref.expected.end()) {
       continue;

@@ -4,12 +4,15 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/case.h"
+#include "core/compare.h"
+#include "core/reference_outputs.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -32,10 +35,28 @@ struct Computed {
 // output they belong to ("" for any other file).
 std::string tolerance_output(const std::string& rel);
 
+// A tolerance (magnitude or slack) that accepts any value of an element: not finite where the
+// expected value, rounded to the output's dtype, is finite and compared. (Where it overflows, the
+// comparison accepts the matching infinity alone, whatever the allowance.) Regen refuses to store
+// one, verify names it and a run against golden refuses it; each such message holds
+// kUnsoundTolerance.
+inline constexpr char kUnsoundTolerance[] = "a non-finite tolerance for a finite expected value";
+struct UnsoundTolerance {
+  std::string output;
+  std::string file;  // "expected/y.mag.npy"
+  std::string what;  // "element [2, 0] holds inf where the expected value is 65504"
+};
+// The first such element of the first output of `plan` that has one (outputs in plan order;
+// magnitudes before slack).
+std::optional<UnsoundTolerance> unsound_tolerance(const ComparePlan& plan, const RefOutputs& ref);
+// The expected values, care masks and tolerances a loaded folder stores, by output name.
+RefOutputs stored_outputs(const std::map<std::string, Tensor>& tensors);
+
 // The case's inputs after every check a golden case must pass (parse, size, validate, fill, data
 // checks); errors name the file and the case. Regen runs it on every case before writing any.
 Expected<TensorMap> checked_inputs(const Case& c);
-// Everything a golden folder holds, computed from the case.
+// Everything a golden folder holds, computed from the case; an error naming the operator, case,
+// output and element when a tolerance it would store is not finite for a finite expected value.
 Expected<Computed> compute(const Case& c, const std::string& harness_version);
 // The same from what the case computed: the packed inputs and the reference's outputs. Format 2:
 // each output's magnitude (zeros for a `bound` output the reference gives none, which the

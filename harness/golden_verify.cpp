@@ -55,9 +55,9 @@ void check_against_case_files(const std::string& dir, const nlohmann::json& gold
 
 // Most basic first: a later cause may only be a consequence of an earlier one.
 int cause_rank(const std::string& cause) {
-  static const char* const kOrder[] = {"unreadable",   "file corrupted",          "stray file",
-                                       "case removed", "case changed",            "input generator changed",
-                                       "reference changed", "magnitudes changed"};
+  static const char* const kOrder[] = {"unreadable",        "file corrupted",     "stray file",
+                                       "unsound tolerance", "case removed",       "case changed",
+                                       "input generator changed", "reference changed", "magnitudes changed"};
   constexpr int kCauses = sizeof kOrder / sizeof kOrder[0];
   for (int i = 0; i < kCauses; ++i) {
     if (cause == kOrder[i]) return i;
@@ -181,6 +181,14 @@ GoldenCheck verify_golden(const std::string& dir, const std::vector<Case>& curre
          fmt::format("{}/case.json: case '{}' of {} does not belong in this folder", dir, c.id, c.op));
     return finish();
   }
+  // 1b. No stored tolerance accepts any value of an element whose expected value is finite.
+  if (auto problem = make_problem(c)) {
+    const RefOutputs stored = golden_folder::stored_outputs(f.tensors);
+    if (const auto unsound = golden_folder::unsound_tolerance((*problem)->compare_plan(stored, plan_fill(c)), stored)) {
+      fail("unsound tolerance", fmt::format("{}/{}: {} ({}) accepts any value there", dir, unsound->file,
+                                            golden_folder::kUnsoundTolerance, unsound->what));
+    }
+  }
   // 2. The case files still hold this case, unchanged.
   auto golden_case = parse_json_bounded(f.case_text, dir + "/case.json");  // parsed above, so it parses
   check_against_case_files(dir, golden_case ? *golden_case : nlohmann::json(), c.op, current, fail);
@@ -194,10 +202,13 @@ GoldenCheck verify_golden(const std::string& dir, const std::vector<Case>& curre
   // 4. Recompute from the golden case and diagnose differences.
   auto computed = golden_folder::compute(c, f.manifest.value("harness_version", ""));
   if (!computed) {
-    // A golden case too large to compute cannot be verified at all; any other failure (validate
-    // now rejects it, the data checks fail) is a change of the reference.
-    const bool unusable = computed.status().message().find("over --max-case-bytes") != std::string::npos;
-    fail(unusable ? "unreadable" : "reference changed", computed.status().message());
+    // A golden case too large to compute cannot be verified at all; one whose recomputed tolerance
+    // is not finite could not be regenerated; any other failure (validate now rejects it, the data
+    // checks fail) is a change of the reference.
+    const std::string& why = computed.status().message();
+    const bool unusable = why.find("over --max-case-bytes") != std::string::npos;
+    const bool unsound = why.find(golden_folder::kUnsoundTolerance) != std::string::npos;
+    fail(unusable ? "unreadable" : unsound ? "unsound tolerance" : "reference changed", why);
     return finish();
   }
   compare_recomputed(dir, computed->files, f, info, fail);

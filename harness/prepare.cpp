@@ -59,7 +59,7 @@ PreparedCase prepare_case(const Case& c, const std::string& backend, const RunOp
   if (opt.against_golden && c.expect == 0) {
     const std::string dir = golden_case_dir(opt.golden_root, c.op, c.id);
     auto read = read_golden(dir);
-    const std::string missing = read ? golden_tolerance_problem(dir, *read, *p.problem, c.fill) : "";
+    const std::string missing = read ? golden_tolerance_problem(dir, *read, *p.problem, plan_fill(c)) : "";
     if (!read) {
       p.golden_error = read.status();
     } else if (!missing.empty()) {

@@ -87,6 +87,17 @@ std::optional<Outcome> compute_case_data(const PreparedCase& pc, const Problem& 
   return std::nullopt;
 }
 
+// Why a case passed. An empty valid call (every output has zero elements) says so: what it checked
+// is the return code, the guard bytes around the empty buffers and the inputs.
+std::string passed_reason(const std::vector<OutputResult>& outputs, int repeat) {
+  const bool empty_call = !outputs.empty() && std::all_of(outputs.begin(), outputs.end(), [](const OutputResult& o) {
+    return o.compare.metrics.elements == 0;
+  });
+  std::string why = repeat > 1 ? fmt::format("all outputs match; bit-identical over {} runs", repeat) : "all outputs match";
+  if (empty_call) why += "; empty call: every output has 0 elements (return code, guard bytes and inputs checked)";
+  return why;
+}
+
 // (6) device through (11) determinism; the case's verdict.
 Outcome check_device(const Problem& problem, Backend& backend, CaseData& data, FillMode fill, const RunOptions& opt,
                      CaseResult& r) {
@@ -116,8 +127,7 @@ Outcome check_device(const Problem& problem, Backend& backend, CaseData& data, F
   }
   r.determinism_checked = opt.repeat > 1;
   if (vacuous) return {Verdict::kMistrusted, "vacuous comparison: " + *vacuous};
-  return {Verdict::kPassed, opt.repeat > 1 ? fmt::format("all outputs match; bit-identical over {} runs", opt.repeat)
-                                           : "all outputs match"};
+  return {Verdict::kPassed, passed_reason(r.outputs, opt.repeat)};
 }
 
 // Every stage of one case, its tensors left in `data`.
@@ -131,7 +141,7 @@ CaseResult run_stages(const PreparedCase& pc, Backend& backend, const RunOptions
     return finish(std::move(r), *outcome, t0);
   }
   if (auto outcome = compute_case_data(pc, problem, data, r)) return finish(std::move(r), *outcome, t0);
-  Outcome outcome = check_device(problem, backend, data, pc.c.fill, opt, r);
+  Outcome outcome = check_device(problem, backend, data, plan_fill(pc.c), opt, r);
   return finish(std::move(r), std::move(outcome), t0);
 }
 

@@ -266,6 +266,24 @@ double deq_value(const Tensor& deq, int64_t i, bool truncate) {
 
 int64_t offset_elements(const Params& p) { return p.offset_length > 0 ? p.offset_length : num_experts(p); }
 
+namespace {
+
+// x of any rank 2..8 (spec F5): its leading dims hold the M tokens, its last dim is K1.
+bool x_shape_fits(const Params& p, const Shape& shape) {
+  if (shape.size() < 2 || shape.size() > 8 || shape.back() != p.k1) return false;
+  const Shape leading(shape.begin(), shape.end() - 1);
+  return numel_sat(leading) == p.m;
+}
+
+// y has x's leading dims and K2 = K1 columns.
+Shape y_shape_of(const Shape& x_shape, int64_t k1) {
+  Shape y = x_shape;
+  if (!y.empty()) y.back() = k1;
+  return y;
+}
+
+}  // namespace
+
 SpecMap specs(const Params& p) {
   const int64_t e = num_experts(p);
   const bool quant = p.dtype == DType::kI8;
@@ -320,6 +338,12 @@ Status validate(const Params& p, const SpecMap& s) {
     return invalid_case("expertTokens is empty: the call is aclnnFFN without experts, not aclnnMoeFFN");
   }
   OPGATE_TRY(check_dtypes(p, a, experts));
+  // CheckY compares ranks only; the kernel writes y as x's M rows of K2 columns, so a y of another
+  // shape is outside what the spec describes.
+  if (a.y->shape != y_shape_of(a.x->shape, p.k1)) {
+    return invalid_case(fmt::format("y is {}, x {} makes y {} (x's leading dims, then K2)", shape_to_string(a.y->shape),
+                                    shape_to_string(a.x->shape), shape_to_string(y_shape_of(a.x->shape, p.k1))));
+  }
   // An empty x returns before tiling (GetFFNResultByL0Api: x->IsEmpty()).
   if (numel_sat(a.x->shape) == 0) return Status::ok();
   if (p.inner_precise != 0 && p.inner_precise != 1) {
@@ -345,7 +369,8 @@ Status check_data(const Params& p, const TensorMap& inputs) {
     if (!spec.present || name == "y") continue;
     const auto it = inputs.find(name);
     if (it == inputs.end() || !it->second.defined()) return invalid_case(fmt::format("input {} is missing", name));
-    if (it->second.dtype() != spec.dtype || it->second.shape() != spec.shape) {
+    const bool shape_ok = name == "x" ? x_shape_fits(p, it->second.shape()) : it->second.shape() == spec.shape;
+    if (it->second.dtype() != spec.dtype || !shape_ok) {
       return invalid_case(fmt::format("input {} is {} {}, specs say {} {}", name, dtype_name(it->second.dtype()),
                                       shape_to_string(it->second.shape()), dtype_name(spec.dtype),
                                       shape_to_string(spec.shape)));
@@ -376,9 +401,11 @@ RefOutputs reference(const Params& p, const TensorMap& inputs) {
   Tensor y = Tensor::empty(DType::kF64, {p.m, p.k1});
   Tensor magnitude = Tensor::empty(DType::kF64, {p.m, p.k1});
   forward(p, inputs, y, magnitude);
+  // The M rows in x's leading dims (x of rank 2..8): the same elements in the same order.
+  const Shape shape = y_shape_of(inputs.at("x").shape(), p.k1);
   RefOutputs out;
-  out.expected["y"] = std::move(y);
-  out.magnitude["y"] = std::move(magnitude);
+  out.expected["y"] = y.reshaped(shape);
+  out.magnitude["y"] = magnitude.reshaped(shape);
   return out;
 }
 

@@ -81,8 +81,6 @@ RegenPlan regen_plan(const std::vector<Case>& cases) {
   return plan;
 }
 
-// Writes the planned folders (after checking every case first: a bad case must not leave a
-// regeneration half applied) and, for whole sets, removes the folders no case holds any more.
 Status linked_case_dir(const std::string& dir) {
   return io_error(fmt::format("{}: a symbolic link; golden regen writes and removes real case folders only (replace "
                               "the link by a copy, or regenerate into the folder it points to with --out)",
@@ -104,8 +102,12 @@ Status refuse_linked_case_dirs(const RegenPlan& plan, const std::string& out, bo
   return Status::ok();
 }
 
+// Writes the planned folders (after computing every case first: a bad case, or one whose
+// tolerances are not finite, must not leave a regeneration half applied; each case is computed
+// again when written, so only one case's files are held at a time) and, for whole sets, removes
+// the folders no case holds any more.
 Status write_golden(const RegenPlan& plan, const std::string& out, bool whole_sets) {
-  for (const Case* c : plan.todo) OPGATE_TRY(golden_folder::checked_inputs(*c).status());
+  for (const Case* c : plan.todo) OPGATE_TRY(golden_folder::compute(*c, harness_version()).status());
   OPGATE_TRY(refuse_linked_case_dirs(plan, out, whole_sets));
   for (const auto& [stem, ids] : plan.golden_ids) {
     for (const auto& line : clean_golden_leftovers(out, stem)) fmt::print("{}\n", line);

@@ -136,6 +136,24 @@ errors)
   nwarn=$(grep -c '"warnings":' "$WORK/block/results.jsonl")
   [ "$nwarn" -eq "$(grep -c 'block output' "$T")" ] && ok || bad "$nwarn warnings for $(grep -c 'block output' "$T") block writes"
   check_error "the device modified input '[A-Za-z0-9.]+'" OPGATE_STANDIN_CORRUPT_INPUT=1
+  # A kernel that takes its process down: CRASHED, and junit.xml reports it as an <error> (an
+  # infrastructure verdict), not a <failure>, counted on its suite and on <testsuites>.
+  rm -rf "$WORK/r"
+  opgate_in "${A[@]}" OPGATE_STANDIN_CRASH=1 -- "${ONE[@]}"
+  expect $? 1 "CRASHED .*child died of signal 11" "a crashing kernel"
+  python3 - "$WORK/r/junit.xml" >"$WORK/junit_crash.txt" 2>&1 <<'P' && ok || bad "CRASHED in junit.xml: $(cat "$WORK/junit_crash.txt")"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+cases = root.findall(".//testcase")
+errors = [e for c in cases for e in c.findall("error")]
+problems = []
+if len(cases) != 1 or len(errors) != 1: problems.append(f"{len(cases)} testcase(s), {len(errors)} <error>(s)")
+elif errors[0].get("type") != "CRASHED" or "signal 11" not in errors[0].get("message", ""): problems.append(str(errors[0].attrib))
+if cases and cases[0].find("failure") is not None: problems.append("a <failure> too")
+if root.get("errors") != "1" or root.find("testsuite").get("errors") != "1" or root.get("failures") != "0":
+    problems.append(f"counts: testsuites errors={root.get('errors')} failures={root.get('failures')}")
+print("; ".join(problems)); sys.exit(1 if problems else 0)
+P
   # Rejection codes: a device that returns another code than the reference fails the case.
   CODE_CASE=$(sed -n 's/.*"id": *"\([^"]*\)".*/\1/p' "$INVALID" | head -1)
   opgate_in "${A[@]}" OPGATE_STANDIN_FAIL="${ENTRY}GetWorkspaceSize:999" -- run --cases "$INVALID" --backend ascend \

@@ -2,6 +2,7 @@
 // the kernel that gathers strided device tensors, runs the emulator and scatters the results.
 #include "standin_ops.h"
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 
@@ -77,6 +78,11 @@ void scatter(const View& v, const opgate::Tensor& t) {
 
 // The device kernel: gather, emulate, scatter, then any injected misbehaviour.
 std::string run_kernel(const std::vector<View>& views, const Kernel& kernel) {
+  // OPGATE_STANDIN_CRASH=1: the launch takes the host process down, as a driver fault can.
+  if (env("OPGATE_STANDIN_CRASH") == "1") {
+    trace("kernel crashed the process (SIGSEGV)");
+    std::raise(SIGSEGV);
+  }
   opgate::TensorMap in, out;
   for (const View& v : views) {
     if (std::string why = gather(v, v.output ? out[v.name] : in[v.name]); !why.empty()) return why;

@@ -226,6 +226,33 @@ check "regen recovers the swap" grep -q "^recovered $M/$OP/mfrg.mixed_ok.f32.001
 "$OPGATE" golden verify --cases "$WORK/mixed.json" --out "$M" >/dev/null 2>&1
 check "after the recovery the folder verifies" test $? -eq 0
 
+# --- a tolerance that accepts any value: regen refuses to store it (exit 2, nothing written), and
+# verify and a run against golden name a planted one ---
+# x near the fp16 maximum: the reference's error bound of the fp16 hidden values overflows (+inf
+# magnitude) on y elements whose expected value is a finite fp16 number, first at y[0, 1]
+# (-12927.58...; y[0, 0] overflows fp16 itself, where only inf matches whatever the allowance).
+cat >"$WORK/near_max.json" <<'J'
+{"op": "moe_ffn", "cases": [{"id": "mffn.near_max_x.f16.001", "params": {"K1": 15, "M": 20, "N1": 35, "activation": "silu", "bias1": false, "bias2": true, "dtype": "float16", "expertTokens": [0, 0, 4, 6, 10], "innerPrecise": 0, "yDtype": "float16"}, "seed": 7000028, "fill": "realistic", "tensors": {"x": {"fill": {"extreme": "near_max"}}}}]}
+J
+expect_error 2 "case 'mffn.near_max_x.f16.001': MoeFFN output 'y': expected/y.mag.npy would hold a non-finite tolerance for a finite expected value \\(element \\[0, 1\\] holds inf where the expected value is -12927\\.58" \
+  golden regen --cases "$SMOKE" --cases "$WORK/near_max.json" --out "$WORK/g_near_max"
+check "a refused regen writes no folder, not even the good cases before it" test ! -e "$WORK/g_near_max"
+fresh
+BOUND_ID=mfrg.bias_scales_dropless.bf16.001  # realistic: gradScalesOut under `bound`, with its .mag.npy
+python3 - "$G/$OP/$BOUND_ID" <<'P'
+import hashlib, json, struct, sys
+d = sys.argv[1]; rel = "expected/gradScalesOut.mag.npy"; p = d + "/" + rel
+b = bytearray(open(p, "rb").read()); struct.pack_into("<d", b, len(b) - 8, float("inf")); open(p, "wb").write(b)
+m = json.load(open(d + "/manifest.json")); m["tensors"][rel]["sha256"] = hashlib.sha256(b).hexdigest()
+json.dump(m, open(d + "/manifest.json", "w"))
+P
+verify_says "verify names a stored infinite magnitude" "$BOUND_ID: unsound tolerance" --out "$G" --cases "$SMOKE"
+check "verify names the file and element" \
+  grep -qE "gradScalesOut.mag.npy: a non-finite tolerance for a finite expected value \(element \[[0-9, ]+\] holds inf" "$WORK/verify.txt"
+expect_error 2 "$BOUND_ID/expected/gradScalesOut.mag.npy: a non-finite tolerance for a finite expected value \\(element \\[4, 2\\] holds inf" \
+  run --cases "$SMOKE" --filter "$BOUND_ID" --against golden --golden-root "$G" --out "$WORK/r_unsound"
+check "no report folder after an unsound golden file" test ! -e "$WORK/r_unsound"
+
 # --- the checked-in golden files (format 2): against golden and against the reference, the same
 # verdicts, reasons and metrics, and no time in the reference against golden ---
 "$OPGATE" run --root "$SRC" --tier smoke --tier regression --against golden --out "$WORK/r_checked_golden" -q \

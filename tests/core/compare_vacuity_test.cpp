@@ -186,6 +186,96 @@ TEST(VacuityPerturbation, the_move_goes_the_other_way_when_up_overflows) {
   EXPECT_TRUE(vacuity_check(a, f64({1}, {40000}), of(DType::kF16, {1}, {40000}), Tensor(), Tensor()).has_value());
 }
 
+// A one-rounding bound (c = 1, u_acc = 1: acc = magnitude) in dtype t.
+OutputCheck bound_acc_is_magnitude(DType t) {
+  OutputCheck b;
+  b.name = "out";
+  b.kind = CheckKind::kTolerance;
+  b.device_dtype = t;
+  b.tol.standard = Standard::kBound;
+  b.tol.c = 1;
+  b.tol.u_acc = 1;
+  return b;
+}
+
+// The output is the dtype's largest finite value M (or -M), within acc of the reference, and the
+// interval's far end rounds past M to inf: the probe must still find the value below the
+// interval's near end, and the output is trusted (with and without the original result).
+void expect_trusted_at_the_top(DType t, double M, double acc, double accepted_below, double failing_below) {
+  const OutputCheck b = bound_acc_is_magnitude(t);
+  for (double sign : {1.0, -1.0}) {
+    const Tensor e = f64({1}, {sign * M});
+    const Tensor mag = f64({1}, {acc});
+    auto passes = [&](double g) { return compare_output(b, e, of(t, {1}, {g}), mag, Tensor()).passed; };
+    const Tensor g = of(t, {1}, {sign * M});
+    ASSERT_TRUE(passes(sign * M)) << dtype_name(t) << " sign " << sign;
+    EXPECT_TRUE(passes(sign * accepted_below)) << dtype_name(t) << " sign " << sign;
+    EXPECT_FALSE(passes(sign * failing_below)) << dtype_name(t) << " sign " << sign;
+    // M + acc reaches the overflow threshold M + half a spacing: a correct kernel may round to inf.
+    EXPECT_TRUE(passes(sign * INFINITY)) << dtype_name(t) << " sign " << sign;
+    EXPECT_FALSE(passes(-sign * INFINITY)) << dtype_name(t) << " sign " << sign;
+    const auto why = vacuity_check(b, e, g, mag, Tensor());
+    EXPECT_FALSE(why.has_value()) << dtype_name(t) << " sign " << sign << ": " << *why;
+    const CompareResult original = compare_output(b, e, g, mag, Tensor());
+    EXPECT_FALSE(vacuity_check(b, e, g, mag, Tensor(), &original).has_value()) << dtype_name(t) << " sign " << sign;
+  }
+}
+
+TEST(VacuityTopOfRange, an_f16_interval_past_the_maximum_is_left_below) {
+  // f16: M = 65504, spacing 32 below it. acc = 70: [M - 70, M + 70] = [65434, 65574] rounds to
+  // [65440, inf] (65434 is 6 from 65440, 26 from 65408; 65574 >= 65520 overflows). 65408 fails.
+  expect_trusted_at_the_top(DType::kF16, 65504, 70, 65440, 65408);
+}
+
+TEST(VacuityTopOfRange, a_bf16_interval_past_the_maximum_is_left_below) {
+  // bf16: M = (2 - 2^-7) 2^127 = 2^128 - 2^120, spacing s = 2^120. acc = 1.25 s: M - 1.25 s is
+  // 0.25 s from M - s and 0.75 s from M - 2 s, so the interval is [M - s, inf]; M - 2 s fails.
+  const double s = 0x1p120;
+  expect_trusted_at_the_top(DType::kBF16, 0x1p128 - s, 1.25 * s, 0x1p128 - 2 * s, 0x1p128 - 3 * s);
+}
+
+TEST(VacuityTopOfRange, an_f32_interval_past_the_maximum_is_left_below) {
+  // f32: M = (2 - 2^-23) 2^127 = 2^128 - 2^104, spacing s = 2^104; acc = 1.25 s as for bf16.
+  const double s = 0x1p104;
+  expect_trusted_at_the_top(DType::kF32, 0x1p128 - s, 1.25 * s, 0x1p128 - 2 * s, 0x1p128 - 3 * s);
+}
+
+TEST(VacuityTopOfRange, inf_is_accepted_only_where_the_bound_reaches_the_overflow_threshold) {
+  // f16 M = 65504 rounds to inf from M + 16 = 65520 on (the tie goes to the even 2^16 = inf).
+  const OutputCheck b = bound_acc_is_magnitude(DType::kF16);
+  auto passes = [&](double acc, double g) {
+    return compare_output(b, f64({1}, {65504}), of(DType::kF16, {1}, {g}), f64({1}, {acc}), Tensor()).passed;
+  };
+  EXPECT_FALSE(passes(15.5, INFINITY));  // M + 15.5 still rounds to M
+  EXPECT_TRUE(passes(16, INFINITY));
+  EXPECT_TRUE(passes(15.5, 65504));
+}
+
+TEST(VacuityTopOfRange, an_exact_maximum_moves_to_a_representable_neighbour) {
+  // f16 exact at M = 65504: up is inf, so the move goes to the neighbour below, 65472 (never to
+  // 65536, which f16 cannot hold): trusted.
+  const Tensor e = f64({1}, {65504});
+  const Tensor g = of(DType::kF16, {1}, {65504});
+  EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), Tensor()).has_value());
+}
+
+TEST(VacuityEmpty, an_empty_output_is_not_vacuous) {
+  // An output of shape [0, 16] has one possible value (no elements): no wrong value exists for the
+  // comparison to miss, so an empty call is not MISTRUSTED. A non-empty output with nothing
+  // compared still is.
+  const Tensor e = f64({0, 16}, {});
+  const Tensor g = of(DType::kF16, {0, 16}, {});
+  for (const OutputCheck& c : {exact_f16(), bound_acc_is_magnitude(DType::kF16)}) {
+    const CompareResult original = compare_output(c, e, g, Tensor(), Tensor());
+    ASSERT_TRUE(original.passed);
+    EXPECT_EQ(original.metrics.elements, 0);
+    EXPECT_FALSE(vacuity_check(c, e, g, Tensor(), Tensor()).has_value());
+    EXPECT_FALSE(vacuity_check(c, e, g, Tensor(), Tensor(), &original).has_value());
+  }
+  const Tensor none = of(DType::kU8, {2}, {0, 0});
+  EXPECT_TRUE(vacuity_check(exact_f16(), f64({2}, {1, 2}), of(DType::kF16, {2}, {1, 2}), Tensor(), none).has_value());
+}
+
 TEST(VacuityFull, the_full_comparison_uses_the_magnitude_and_the_care_mask) {
   // A bound judged by a full comparison (no original result). Magnitude 0, so the allowance is half
   // an ulp; the perturbation of element 1 (e = 2) is seen: trusted. Were the magnitude taken as a

@@ -53,6 +53,7 @@ class TestBackend final : public Backend {
     }
     return st;
   }
+  int runs() const { return runs_; }
   Expected<int64_t> rejection_code(const Problem& p) override {
     if (m_ == Misbehave::kCannotProbeRejection) return Status(StatusCode::kUnsupported, "no probe on this entry");
     if (m_ == Misbehave::kRejectionProbeFails) return Status(StatusCode::kBackendError, "aclrtMalloc failed");
@@ -103,6 +104,47 @@ TEST(Runner, nondeterminism_is_caught_only_with_repeat) {
   opt.repeat = 3;
   EXPECT_EQ(verdict_of(Misbehave::kFlipOnSecondRun, opt), Verdict::kFailed);
   EXPECT_EQ(verdict_of(Misbehave::kNone, opt), Verdict::kPassed);
+}
+
+TEST(Runner, repeat_2_runs_the_device_exactly_twice_and_compares_the_second_run) {
+  // The smallest repeat count: one more device run than without --repeat, and a difference that
+  // only the second run shows fails the case.
+  RunOptions opt;
+  opt.isolate = false;
+  for (int repeat : {1, 2}) {
+    TestBackend b(Misbehave::kNone);
+    opt.repeat = repeat;
+    EXPECT_EQ(run_case(valid_case(), b, opt).verdict, Verdict::kPassed);
+    EXPECT_EQ(b.runs(), repeat);
+  }
+  TestBackend flips(Misbehave::kFlipOnSecondRun);
+  opt.repeat = 2;
+  const CaseResult r = run_case(valid_case(), flips, opt);
+  EXPECT_EQ(r.verdict, Verdict::kFailed);
+  EXPECT_NE(r.reason.find("differs between run 1 and run 2"), std::string::npos) << r.reason;
+}
+
+Case empty_call() {
+  Case c = valid_case();
+  c.id = "mfrg.runner_test_empty.f32";
+  // R = 0: gradY, expandedX and both outputs have no rows, a valid call (spec 3.2: nothing is launched).
+  c.params = cases::moe_finalize_routing_v2_grad::Builder().dtype(DType::kF32).rows(0).top_k(2).hidden(8).scales().experts(2).json();
+  return c;
+}
+
+TEST(Runner, an_empty_valid_call_passes_with_a_note_and_keeps_its_guard_and_input_checks) {
+  RunOptions opt;
+  opt.isolate = false;
+  TestBackend b(Misbehave::kNone);
+  const CaseResult r = run_case(empty_call(), b, opt);
+  EXPECT_EQ(r.verdict, Verdict::kPassed) << r.reason;
+  EXPECT_NE(r.reason.find("empty call: every output has 0 elements"), std::string::npos) << r.reason;
+  // What can go wrong in an empty call is still seen: a write past the zero-size buffer.
+  EXPECT_EQ(verdict_of(Misbehave::kWriteAfterBuffer, opt, empty_call()), Verdict::kFailed);
+  EXPECT_EQ(verdict_of(Misbehave::kWriteBeforeBuffer, opt, empty_call()), Verdict::kFailed);
+  EXPECT_EQ(verdict_of(Misbehave::kFail, opt, empty_call()), Verdict::kBackendError);
+  // A call with elements keeps its plain reason.
+  EXPECT_EQ(run_case(valid_case(), b, opt).reason, "all outputs match");
 }
 
 // gradY is 4 rows x 8 f32 = 128 bytes: one digest chunk, so the first change lies within all of it.
