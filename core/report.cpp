@@ -264,6 +264,13 @@ nlohmann::json run_field(const nlohmann::json& info, const std::string& field) {
 
 std::string run_field_text(const nlohmann::json& value) { return value.is_null() ? "unset" : value.dump(); }
 
+std::string recorded_backend(const nlohmann::json& info) {
+  if (!info.is_object() || !info.contains("backend")) return "";
+  const nlohmann::json& v = info["backend"];
+  const nlohmann::json name = v.is_object() ? v.value("backend", nlohmann::json()) : v;
+  return name.is_string() ? name.get<std::string>() : "";
+}
+
 Status check_not_being_written(const std::string& dir) {
   const std::string lock_path = dir + "/" + kReportLockFile;
   const int fd = ::open(lock_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);

@@ -44,6 +44,9 @@ const char* first_difference(const nlohmann::json& a, const nlohmann::json& b,
 }
 // How a run_field value reads in a message: its JSON, or "unset".
 std::string run_field_text(const nlohmann::json& value);
+// The --backend value a run info records (its backend probe's name: "emu", "fault:<defect>",
+// "ascend"); empty when it records none.
+std::string recorded_backend(const nlohmann::json& info);
 
 // A report folder's run info and the file it came from: run.json, else the first line of
 // summary.txt (folders written before run.json); `info` is null when neither exists.

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -15,6 +16,7 @@
 #include "cases/generate.h"
 #include "cases/registry.h"
 #include "core/child_process.h"
+#include "core/json_read.h"
 #include "core/parallel.h"
 #include "core/version.h"
 #include "harness/golden.h"
@@ -408,12 +410,68 @@ Expected<std::vector<Case>> selected_cases(const RunFlags& f, const std::string&
   return cases;
 }
 
+// A setting the report records, taken from it unless `flag` was given; a given value that differs
+// from the report's is named on stderr, so that a rerun never silently tests something else.
+void adopt_setting(const CLI::App& cmd, const char* flag, const std::string& given, const std::string& recorded,
+                   const std::string& where, const std::function<void()>& take) {
+  if (cmd.get_option_no_throw(flag) == nullptr || recorded.empty()) return;
+  if (cmd.count(flag) == 0) {
+    take();
+  } else if (given != recorded) {
+    fmt::print(stderr, "opgate: {} {} overrides the report's {} ({})\n", flag, given, recorded, where);
+  }
+}
+
+// --strict is a flag: a report's strict run makes the rerun strict; a --strict the report lacked is named.
+void adopt_strict(RunFlags& f, const CLI::App& cmd, const RunInfoFile& run) {
+  if (cmd.get_option_no_throw("--strict") == nullptr) return;
+  const bool strict = run.info.value("strict", nlohmann::json(false)) == true;
+  if (cmd.count("--strict") == 0) {
+    f.strict = strict;
+  } else if (!strict) {
+    fmt::print(stderr, "opgate: --strict overrides the report's run without --strict ({})\n", run.path);
+  }
+}
+
+// The settings that change verdicts (backend, --repeat, --against, --strict), as the report's run
+// info records them, become this rerun's unless given on the command line. Recorded values are
+// checked like the flags they stand for.
+Status adopt_report_settings(RunFlags& f, const CLI::App& cmd, const RunInfoFile& run) {
+  const nlohmann::json& info = run.info;
+  if (!info.is_object()) return Status::ok();
+  const std::string backend = recorded_backend(info);
+  adopt_setting(cmd, "--backend", f.backend, backend, run.path, [&] { f.backend = backend; });
+  if (info.contains("repeat")) {
+    const nlohmann::json& r = info["repeat"];
+    if (!r.is_number_integer() || r.get<int64_t>() < 1 || r.get<int64_t>() > 1000) {
+      return parse_error(fmt::format("{}: field 'repeat': expected an integer in [1, 1000], got {}", run.path, r.dump()));
+    }
+    const int repeat = static_cast<int>(r.get<int64_t>());
+    adopt_setting(cmd, "--repeat", std::to_string(f.repeat), std::to_string(repeat), run.path, [&] { f.repeat = repeat; });
+  }
+  if (info.contains("against")) {
+    const nlohmann::json& a = info["against"];
+    if (a != "reference" && a != "golden") {
+      return parse_error(fmt::format("{}: field 'against': expected \"reference\" or \"golden\", got {}", run.path, a.dump()));
+    }
+    const std::string against = a.get<std::string>();
+    adopt_setting(cmd, "--against", f.against, against, run.path, [&] { f.against = against; });
+  }
+  adopt_strict(f, cmd, run);
+  return Status::ok();
+}
+
+// The report folder --last-failed names: the folder itself or its results.jsonl.
+std::string last_failed_dir(const std::string& report) {
+  const std::filesystem::path given(report);
+  return given.filename() == "results.jsonl" ? given.parent_path().string() : report;
+}
+
 // --last-failed REPORT: the report's failing cases become the selection, each from the
 // failed/<id>.json the report wrote (the case as it ran, generated ones included). Empty when
 // none failed.
 Expected<std::vector<std::string>> last_failed_files(const std::string& report) {
-  const std::filesystem::path given(report);
-  const std::string dir = given.filename() == "results.jsonl" ? given.parent_path().string() : report;
+  const std::string dir = last_failed_dir(report);
   if (!std::filesystem::is_regular_file(dir + "/results.jsonl")) {
     return parse_error(fmt::format("--last-failed {}: no such report ({}/results.jsonl is missing)", report, dir));
   }
@@ -473,12 +531,18 @@ Expected<std::vector<std::unique_ptr<Backend>>> make_backends(const RunFlags& f)
   return out;
 }
 
-int run_cases(RunFlags& f) {
+// --last-failed: the report's failing cases, run with the report's settings (adopt_report_settings).
+Expected<std::vector<std::string>> last_failed_selection(RunFlags& f, const CLI::App& cmd) {
+  OPGATE_ASSIGN_OR_RETURN(std::vector<std::string> files, last_failed_files(f.last_failed));
+  OPGATE_ASSIGN_OR_RETURN(RunInfoFile run, read_run_info(last_failed_dir(f.last_failed)));
+  OPGATE_TRY(adopt_report_settings(f, cmd, run));
+  return files;
+}
+
+int run_cases(RunFlags& f, const CLI::App& cmd) {
   if (f.extreme_fills && f.generate == 0) return fail(parse_error("--extreme-fills needs --generate N"));
-  auto jobs = effective_jobs(f);
-  if (!jobs) return fail(jobs.status());
   if (!f.last_failed.empty()) {
-    auto files = last_failed_files(f.last_failed);
+    auto files = last_failed_selection(f, cmd);
     if (!files) return fail(files.status());
     if (files->empty()) {
       fmt::print("--last-failed {}: no failing case; nothing to rerun\n", f.last_failed);
@@ -486,6 +550,8 @@ int run_cases(RunFlags& f) {
     }
     f.sel.files = std::move(*files);
   }
+  auto jobs = effective_jobs(f);
+  if (!jobs) return fail(jobs.status());
   const std::string root = repo_root(f.root);
   SelectionCounts counts;
   std::vector<std::string> skipped;
@@ -547,6 +613,46 @@ int run_cases(RunFlags& f) {
   return conclude(f, *writer, cases->size(), baseline, scope, stopped_at_max_failures);
 }
 
+// The run info a failed/<id>.json stands for: its report's run.json (two folders up), else the
+// backend its "result" records. Null info for a file that is no report's failed case.
+Expected<RunInfoFile> failed_case_run_info(const std::string& path) {
+  OPGATE_ASSIGN_OR_RETURN(nlohmann::json j, read_json_file(path));
+  if (!j.is_object() || !j.contains("result") || !j["result"].is_object()) return RunInfoFile{"", nullptr};
+  const std::filesystem::path failed_dir = std::filesystem::path(path).parent_path();
+  if (failed_dir.filename() == "failed") {
+    const std::string report = failed_dir.parent_path().empty() ? "." : failed_dir.parent_path().string();
+    OPGATE_ASSIGN_OR_RETURN(RunInfoFile run, read_run_info(report));
+    if (!run.info.is_null()) return run;
+  }
+  const nlohmann::json backend = j["result"].value("backend", nlohmann::json());
+  if (!backend.is_string()) return RunInfoFile{"", nullptr};
+  return RunInfoFile{path, nlohmann::json{{"backend", backend}}};
+}
+
+// repro's output: the case, each output's plan, metrics and worst elements, and the verdict.
+void print_repro(const Case& chosen, const CaseResult& r, const std::string& where) {
+  // Bounded: a case may hold long values; the file has it whole.
+  constexpr size_t kMaxCaseDumpChars = 8000;
+  std::string dump = case_to_json(chosen).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (dump.size() > kMaxCaseDumpChars) {
+    dump = fmt::format("{}\n... ({} more bytes; the whole case is in {})", dump.substr(0, kMaxCaseDumpChars),
+                       dump.size() - kMaxCaseDumpChars, where);
+  }
+  fmt::print("case {}\n{}\n", chosen.id, dump);
+  for (const auto& o : r.outputs) {
+    const CompareResult& c = o.compare;
+    fmt::print("\noutput {}: {} — {}\n  plan: {}\n  metrics: {}\n", c.name, c.standard, c.message,
+               to_json(o.plan).dump(), to_json(c.metrics).dump());
+    for (const auto& [key, points] : {std::pair{"first_failures", &c.first_failures}, {"worst", &c.worst}}) {
+      if (points->empty()) continue;
+      fmt::print("  {}:\n", key);
+      for (const auto& p : *points) fmt::print("    {}\n", to_json(p).dump());
+    }
+  }
+  fmt::print("\n{} {}: {}\n", verdict_name(r.verdict), r.id, r.reason);
+  if (verdict_fails(r.verdict, true)) fmt::print("{}", describe_result(r, 10));
+}
+
 }  // namespace
 
 void add_run(CLI::App& app, int& exit_code) {
@@ -588,8 +694,8 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--kernel-rev", f->kernel_rev, "The commit of the kernels under test, recorded in --history")
       ->needs(history);
   add_common(cmd, *f);
-  cmd->callback([f, &exit_code] {
-    exit_code = run_cases(*f);
+  cmd->callback([f, cmd, &exit_code] {
+    exit_code = run_cases(*f, *cmd);
     // A run that ends (finished, refused, or stopped by SIGINT/SIGTERM) records its exit code.
     if (f->history_run) {
       if (auto st = f->history_run->end_run(exit_code); !st.is_ok()) exit_code = fail(st);
@@ -606,7 +712,7 @@ void add_repro(CLI::App& app, int& exit_code) {
   cmd->add_option("case", *source, "A case file, a failed/<id>.json, or a case as JSON text")->required();
   cmd->add_option("--id", *id, "The case id within a case file");
   add_common(cmd, *f);
-  cmd->callback([f, source, id, &exit_code] {
+  cmd->callback([f, cmd, source, id, &exit_code] {
     struct stat st {};
     const bool is_file = stat(source->c_str(), &st) == 0;
     // Case text is a JSON object or array; anything else was meant as a file name.
@@ -634,6 +740,15 @@ void add_repro(CLI::App& app, int& exit_code) {
                                                : fmt::format("{}: no case with id '{}'", *source, *id)));
       return;
     }
+    // A report's failed case reruns with the settings the report ran it with.
+    if (is_file) {
+      auto run = failed_case_run_info(*source);
+      Status adopted = run ? adopt_report_settings(*f, *cmd, *run) : run.status();
+      if (!adopted.is_ok()) {
+        exit_code = fail(adopted);
+        return;
+      }
+    }
     // Like `run`, a case that does not make a problem (bad params, over --max-case-bytes) is bad
     // input: one line, exit 2, and nothing computed.
     const RunOptions opt = run_options(*f, repo_root(f->root));
@@ -648,26 +763,7 @@ void add_repro(CLI::App& app, int& exit_code) {
       return;
     }
     CaseResult r = run_case(prepared, **backend, opt);
-    // Bounded: a case may hold long values; the file has it whole.
-    constexpr size_t kMaxCaseDumpChars = 8000;
-    std::string dump = case_to_json(*chosen).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-    if (dump.size() > kMaxCaseDumpChars) {
-      dump = fmt::format("{}\n... ({} more bytes; the whole case is in {})", dump.substr(0, kMaxCaseDumpChars),
-                         dump.size() - kMaxCaseDumpChars, is_file ? *source : "the command line");
-    }
-    fmt::print("case {}\n{}\n", chosen->id, dump);
-    for (const auto& o : r.outputs) {
-      const CompareResult& c = o.compare;
-      fmt::print("\noutput {}: {} — {}\n  plan: {}\n  metrics: {}\n", c.name, c.standard, c.message,
-                 to_json(o.plan).dump(), to_json(c.metrics).dump());
-      for (const auto& [key, points] : {std::pair{"first_failures", &c.first_failures}, {"worst", &c.worst}}) {
-        if (points->empty()) continue;
-        fmt::print("  {}:\n", key);
-        for (const auto& p : *points) fmt::print("    {}\n", to_json(p).dump());
-      }
-    }
-    fmt::print("\n{} {}: {}\n", verdict_name(r.verdict), r.id, r.reason);
-    if (verdict_fails(r.verdict, true)) fmt::print("{}", describe_result(r, 10));
+    print_repro(*chosen, r, is_file ? *source : "the command line");
     exit_code = verdict_fails(r.verdict, false) ? 1 : 0;
   });
 }
