@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "core/case.h"
 #include "core/json_read.h"
 #include "core/markup.h"
 #include "core/npy.h"
@@ -76,7 +77,11 @@ Expected<std::string> read_if_present(const std::string& path) {
   return read_file_bounded(path, kMaxResultsBytes, "results.jsonl");
 }
 
-// read_results on the text of `path`.
+// An id as JSON text: quoted, with control bytes (NUL, ESC) escaped, so a message shows what it holds.
+std::string quoted_id(const std::string& id) {
+  return nlohmann::json(id).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // The non-blank lines of a results.jsonl as JSON, with their line numbers. The whole file is read
 // as JSON within its limits before any line is read as a result, so the file's limits are checked
 // first, however early a malformed result comes.
@@ -110,6 +115,10 @@ Expected<std::vector<CaseResult>> parse_results(const std::string& text, const s
   for (auto& [n, j] : lines) {
     auto r = case_result_from_json(j);
     if (!r) return r.status().with_context(fmt::format("{}: line {}", path, n));
+    // Read-back ids name files (failed/<id>.json) like case-file ids do, so they obey the same rule.
+    if (Status st = check_case_id(r->id); !st.is_ok()) {
+      return st.with_context(fmt::format("{}: line {}: case id {}", path, n, quoted_id(r->id)));
+    }
     if (auto [at, fresh] = line_of.emplace(r->id, n); !fresh) {
       return parse_error(fmt::format("{}: line {}: second result for case '{}' (first at line {}): two runs wrote "
                                      "this report at once; run it again into an empty folder",
@@ -312,6 +321,21 @@ Expected<std::string> report_folder(const std::string& path) {
   const std::string results = path + "/results.jsonl";
   if (::stat(results.c_str(), &st) != 0) return io_error(fmt::format("{}: missing (not a report folder?)", results));
   return path;
+}
+
+Expected<std::string> failed_case_path(const std::string& dir, const std::string& id) {
+  const std::string folder = dir + "/failed";
+  const std::string path = folder + "/" + id + ".json";
+  struct stat st {};
+  if (::lstat(folder.c_str(), &st) != 0) return std::string();
+  if (!S_ISDIR(st.st_mode)) {
+    return parse_error(fmt::format("{}: {}; opgate reads only the folder it wrote", folder,
+                                   S_ISLNK(st.st_mode) ? "a symbolic link" : "not a folder"));
+  }
+  if (::lstat(path.c_str(), &st) != 0) return std::string();
+  if (S_ISREG(st.st_mode)) return path;
+  return parse_error(fmt::format("{}: {}; opgate reads only the plain file it wrote", path,
+                                 S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file (a FIFO, device or folder)"));
 }
 
 Expected<std::vector<CaseResult>> read_results(const std::string& path) {

@@ -69,6 +69,11 @@ Status check_not_being_written(const std::string& dir);
 // call it a report: "<path>: no such report ...", "<dir>/results.jsonl: missing (not a report folder?)".
 Expected<std::string> report_folder(const std::string& path);
 
+// <dir>/failed/<id>.json when it is there as the plain file a run wrote, "" when it is absent; a
+// symbolic link (failed/ itself included), FIFO, device or folder there is an error naming it. The
+// id must have passed check_case_id (read_results checks every id it reads).
+Expected<std::string> failed_case_path(const std::string& dir, const std::string& id);
+
 // An open report folder: its lock (flock on run.lock) and the folder descriptors that files are
 // created through without following symbolic links. Closing it releases the lock.
 struct ReportFolder;

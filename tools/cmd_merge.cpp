@@ -35,9 +35,10 @@ Expected<MergeInput> read_input(const std::string& dir) {
   for (auto& r : in.results) {
     if (!verdict_fails(r.verdict, true)) continue;
     // The failed/<id>.json of each shard carries the case; copy it instead of re-deriving it.
-    const std::string failed_path = dir + "/failed/" + r.id + ".json";
-    if (!fs::exists(failed_path)) continue;
-    auto failed = read_json_file(failed_path);
+    OPGATE_ASSIGN_OR_RETURN(const std::string failed_path, failed_case_path(dir, r.id));
+    if (failed_path.empty()) continue;
+    // Neither follows a link nor waits on a FIFO put there after failed_case_path looked.
+    auto failed = read_regular_json_file(failed_path);
     r.case_json = failed ? std::move(*failed) : nlohmann::json();
     if (r.case_json.is_object()) r.case_json.erase("result");
   }

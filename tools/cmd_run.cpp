@@ -479,8 +479,10 @@ Expected<std::vector<std::string>> last_failed_files(const std::string& report) 
   std::vector<std::string> files;
   for (const CaseResult& r : results) {
     if (!verdict_fails(r.verdict, true)) continue;
-    const std::string path = dir + "/failed/" + r.id + ".json";
-    if (!std::filesystem::is_regular_file(path)) return parse_error(fmt::format("--last-failed {}: {} is missing", report, path));
+    OPGATE_ASSIGN_OR_RETURN(const std::string path, failed_case_path(dir, r.id));
+    if (path.empty()) {
+      return parse_error(fmt::format("--last-failed {}: {}/failed/{}.json is missing", report, dir, r.id));
+    }
     files.push_back(path);
   }
   return files;

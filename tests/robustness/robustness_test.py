@@ -282,6 +282,54 @@ for label, d, names in reports:
     check(f"{label}: report folder unchanged", tree_digest(d) == before)
     shutil.rmtree(d)
 
+# 6. Ids read back name files (issue 23): a hostile id in results.jsonl is refused by the case-id
+# rule before anything is written; merge and --last-failed read failed/<id>.json only as the plain
+# file a run wrote (a link is not followed, a FIFO does not hang them).
+ELSEWHERE = os.path.join(WORK, "elsewhere")
+os.makedirs(ELSEWHERE)
+VICTIM = write(os.path.join(ELSEWHERE, "victim.json"), "keep\n")
+
+
+def failing_line(case_id):
+    return json.dumps(dict(json.loads(good_line), id=case_id, verdict="FAILED")) + "\n"
+
+
+# As many ".." as <merged>/failed is deep: the old merge's temporary file ".<id>.json.tmp" then
+# climbed from failed/ to / and the rename replaced the victim.
+ups = "/.." * len(os.path.join(WORK, "merged", "failed").strip("/").split("/"))
+hostile_ids = {"escaping": ups + ELSEWHERE + "/victim", "x/y": "x/y", "NUL": "a\u0000b"}
+for label, case_id in hostile_ids.items():
+    d = corrupt_report("id_" + label.replace("/", "_"), results=failing_line(case_id))
+    before = tree_digest(d)
+    for what, args in (("merge", ["merge", d, "--out", os.path.join(WORK, "merged")]),
+                       ("run --last-failed", ["run", "--last-failed", d, "--out", os.path.join(WORK, "merged")]),
+                       ("run --resume", ["run", "--cases", GOOD, "--resume", "--out", d])):
+        expect(f"{what}: id {label}", args, 2, r"results.jsonl: line 1: case id .*ids name files", "results.jsonl")
+        check(f"{what}: id {label}: nothing written", not os.path.exists(os.path.join(WORK, "merged")))
+        check(f"{what}: id {label}: the report is unchanged", tree_digest(d) == before)
+    check(f"id {label}: the file outside is untouched", open(VICTIM).read() == "keep\n")
+    shutil.rmtree(d)
+
+OUTSIDE = write(os.path.join(ELSEWHERE, "outside.json"), case_file([GOOD_CASE]))
+for label, make in (("a symbolic link", lambda p: os.symlink(OUTSIDE, p)), ("a FIFO", os.mkfifo)):
+    d = corrupt_report("failed_" + label.split()[-1], results=failing_line(GOOD_CASE["id"]))
+    failed = os.path.join(d, "failed", GOOD_CASE["id"] + ".json")
+    make(failed)
+    pattern = "symbolic link" if "link" in label else "not a regular file"
+    merged = os.path.join(WORK, "merged")
+    for what, args in (("merge", ["merge", d, "--out", merged]), ("run --last-failed", ["run", "--last-failed", d, "--out", merged])):
+        # The old merge blocked forever on the FIFO: a hang guard, not a time limit on the command.
+        try:
+            subprocess.run([OPGATE] + args, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            check(f"{what}: failed/<id>.json is {label}: returns", False, "still running after 120 s")
+            continue
+        expect(f"{what}: failed/<id>.json is {label}", args, 2, pattern, "failed/" + GOOD_CASE["id"] + ".json")
+        check(f"{what}: failed/<id>.json is {label}: nothing written", not os.path.exists(merged))
+        shutil.rmtree(merged, ignore_errors=True)
+    os.remove(failed)
+    shutil.rmtree(d)
+
 print(f"robustness: {commands} commands, {passes} checks passed, {len(failures)} failed; corpus: {corpus_count} checked-in case files "
       f"plus generated inputs; peak memory {peak[0] // 1024} MB ({peak[1]})")
 sys.exit(1 if failures else 0)
