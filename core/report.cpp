@@ -293,10 +293,19 @@ Status check_not_being_written(const std::string& dir) {
   return st;
 }
 
+Status check_case_count(const RunInfoFile& run) {
+  if (!run.info.is_object() || !run.info.contains("cases")) return Status::ok();
+  const nlohmann::json& count = run.info["cases"];
+  if (count.is_number_integer() && count.get<int64_t>() >= 0) return Status::ok();
+  return parse_error(fmt::format("{}: field 'cases': expected a non-negative integer (the run's case count), got {}",
+                                 run.path, count.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+}
+
 Status check_finished(const std::string& dir, const RunInfoFile& run, size_t results) {
   OPGATE_TRY(check_not_being_written(dir));
+  OPGATE_TRY(check_case_count(run));
   const nlohmann::json& info = run.info;
-  if (!info.is_object() || !info.contains("cases") || !info["cases"].is_number_integer()) return Status::ok();
+  if (!info.is_object() || !info.contains("cases")) return Status::ok();
   const int64_t cases = info["cases"].get<int64_t>();
   if (static_cast<int64_t>(results) >= cases) return Status::ok();
   return parse_error(fmt::format("{}: unfinished run: {} of {} cases have results (finish it with "
@@ -382,6 +391,7 @@ Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann
     // Everything is checked before anything is written: results of two configurations must never
     // mix, and a corrupt results.jsonl stays as it is for a person to look at.
     OPGATE_ASSIGN_OR_RETURN(RunInfoFile before, read_run_info(dir));
+    OPGATE_TRY(check_case_count(before));
     if (!before.info.is_null()) OPGATE_TRY(check_same_run(before, run_info));
     has_run_json = before.path == run_json;
     // The case files may have gained or lost cases since; `merge` and `baseline accept` judge

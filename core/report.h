@@ -55,6 +55,9 @@ struct RunInfoFile {
   nlohmann::json info;
 };
 Expected<RunInfoFile> read_run_info(const std::string& dir);
+// Refuses a run info whose "cases" is not a non-negative integer ("six", -1 would never count as
+// unfinished): "<run.json>: field 'cases': expected a non-negative integer ...".
+Status check_case_count(const RunInfoFile& run);
 // Refuses a report whose run info says it selected more cases than `results` holds: a run killed
 // and never resumed would silently leave its remaining cases out ("<dir>: unfinished run: ..."),
 // and a report that a run is still writing (check_not_being_written).

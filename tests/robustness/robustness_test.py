@@ -268,6 +268,12 @@ reports.append(("results.jsonl of 96 MB of values", corrupt_report("r_values", r
                 "results.jsonl limit"))
 reports.append(("run.json 200 MB", corrupt_report("j_huge", run_json=""), "run.json"))
 os.truncate(os.path.join(reports[-1][1], "run.json"), 200 << 20)
+# A case count that is no count would skip the "unfinished" check (issue 23).
+with open(os.path.join(REPORT, "run.json")) as f:
+    good_run = json.load(f)
+for count in ("six", -1):
+    reports.append((f"run.json cases {count}", corrupt_report(f"j_cases_{count}", run_json=json.dumps(
+        dict(good_run, cases=count)) + "\n"), "run.json: field 'cases'"))
 for label, d, names in reports:
     before = tree_digest(d)
     merged = os.path.join(WORK, "merged")
