@@ -2,6 +2,7 @@
 // from it at the end, so a resumed or merged run reports every case exactly once.
 #include "core/report.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -345,6 +346,69 @@ Expected<std::string> failed_case_path(const std::string& dir, const std::string
   if (S_ISREG(st.st_mode)) return path;
   return parse_error(fmt::format("{}: {}; opgate reads only the plain file it wrote", path,
                                  S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file (a FIFO, device or folder)"));
+}
+
+bool holds_report(const std::string& dir) {
+  struct stat st {};
+  for (const char* name : {"results.jsonl", "run.json", "summary.txt"}) {
+    if (::lstat((dir + "/" + name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The failed/<id>.json files (and temporaries) a run wrote in failed/, then failed/ if that empties
+// it; a link named failed is removed itself.
+Status remove_failed_folder(int dir_fd, const std::string& dir) {
+  struct stat st {};
+  if (::fstatat(dir_fd, "failed", &st, AT_SYMLINK_NOFOLLOW) != 0) return Status::ok();
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlinkat(dir_fd, "failed", 0) == 0) return Status::ok();
+    return io_error(fmt::format("{}/failed: cannot remove: {}", dir, errno_text()));
+  }
+  const int failed_fd = ::openat(dir_fd, "failed", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR* entries = failed_fd < 0 ? nullptr : ::fdopendir(failed_fd);
+  if (entries == nullptr) {
+    if (failed_fd >= 0) ::close(failed_fd);
+    return io_error(fmt::format("{}/failed: cannot open: {}", dir, errno_text()));
+  }
+  Status status = Status::ok();
+  while (const dirent* e = ::readdir(entries)) {
+    const std::string name = e->d_name;
+    const bool ours = name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0;
+    if (!ours && name.find(".tmp.") == std::string::npos) continue;
+    if (::unlinkat(failed_fd, name.c_str(), 0) != 0 && errno != ENOENT) {
+      status = io_error(fmt::format("{}/failed/{}: cannot remove: {}", dir, name, errno_text()));
+      break;
+    }
+  }
+  ::closedir(entries);
+  OPGATE_TRY(status);
+  ::unlinkat(dir_fd, "failed", AT_REMOVEDIR);  // stays when it holds files that are not opgate's
+  return Status::ok();
+}
+
+}  // namespace
+
+Status remove_report(const std::string& dir) {
+  OPGATE_TRY(check_not_being_written(dir));
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0) {
+    return errno == ELOOP || errno == ENOTDIR
+               ? parse_error(fmt::format("{}: not a folder (a symbolic link?); --overwrite removes nothing through links",
+                                         dir))
+               : io_error(fmt::format("{}: cannot open the report folder: {}", dir, errno_text()));
+  }
+  Status status = remove_failed_folder(dir_fd, dir);
+  for (const char* name : kReportFiles) {
+    if (!status.is_ok()) break;
+    if (::unlinkat(dir_fd, name, 0) != 0 && errno != ENOENT) {
+      status = io_error(fmt::format("{}/{}: cannot remove: {}", dir, name, errno_text()));
+    }
+  }
+  ::close(dir_fd);
+  return status;
 }
 
 Expected<std::vector<CaseResult>> read_results(const std::string& path) {

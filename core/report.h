@@ -77,6 +77,14 @@ Expected<std::string> report_folder(const std::string& path);
 // id must have passed check_case_id (read_results checks every id it reads).
 Expected<std::string> failed_case_path(const std::string& dir, const std::string& id);
 
+// Whether `dir` holds a report: a plain results.jsonl, run.json or summary.txt (a link there is
+// ReportWriter::open's to refuse).
+bool holds_report(const std::string& dir);
+// Removes the report in `dir` for `run --overwrite`: the files a run writes there and failed/<id>.json
+// (failed/ itself once empty), through the folder's descriptor; a link is removed, never
+// followed, and other files stay. Refuses a folder that another run is writing, or that is a link.
+Status remove_report(const std::string& dir);
+
 // An open report folder: its lock (flock on run.lock) and the folder descriptors that files are
 // created through without following symbolic links. Closing it releases the lock.
 struct ReportFolder;

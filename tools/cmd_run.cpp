@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -36,6 +37,7 @@ struct RunFlags {
   int repeat = 1;
   double timeout_s = 600;
   bool no_isolate = false, resume = false, strict = false, quiet = false;
+  bool overwrite = false;  // --overwrite: an --out holding a previous report is removed first
   bool extreme_fills = false;  // --generate: each case gets one extreme per-tensor fill
   int64_t generate = 0;  // > 0: run this many freshly generated cases per operator
   uint64_t seed = 1;
@@ -171,6 +173,19 @@ Status check_out_is_not_baseline(const std::string& out, const std::string& base
   }
   return Status::ok();
 }
+
+// A folder holding a previous report is reused only on purpose (--resume continues it, --overwrite
+// replaces it): a new run over it would otherwise keep the old run's failed/<id>.json files.
+Status check_out_is_fresh(const std::string& out, const RunFlags& f) {
+  if (f.resume || f.overwrite || !holds_report(out)) return Status::ok();
+  if (!check_not_being_written(out).is_ok()) return Status::ok();  // ReportWriter::open names the run writing it
+  return parse_error(fmt::format("{}: holds a previous report; continue it with --resume, replace it with --overwrite, "
+                                 "or choose another --out", out));
+}
+
+// Console output that a closed stdout (`opgate run | head -1`) cannot end: fputs reports EPIPE
+// (SIGPIPE is ignored during a run) where fmt::print would throw, and the reports are still written.
+void say(const std::string& text) { std::fputs(text.c_str(), stdout); }
 
 // Case files by absolute path, so a resume from another directory selects the same files.
 std::vector<std::string> absolute_paths(const std::vector<std::string>& files) {
@@ -365,10 +380,10 @@ Status run_all(const std::vector<PreparedCase>& cases, const std::vector<Backend
 // The exit code once the reports are written: the stop signal's, the gate's, or the baseline's.
 int conclude(const RunFlags& f, const ReportWriter& writer, size_t cases, const std::vector<CaseResult>& baseline,
              const BaselineScope& scope, bool stopped_at_max_failures) {
-  fmt::print("{}\nreport: {}\n", counts_line(writer.counts()), writer.dir());
+  say(fmt::format("{}\nreport: {}\n", counts_line(writer.counts()), writer.dir()));
   if (stopped_at_max_failures) {
-    fmt::print("stopped after {} failing case(s) (--max-failures {}): {} of {} cases ran; the rest with: {}\n",
-               f.max_failures, f.max_failures, writer.done_ids().size(), cases, resume_command(f, writer.dir()));
+    say(fmt::format("stopped after {} failing case(s) (--max-failures {}): {} of {} cases ran; the rest with: {}\n",
+                    f.max_failures, f.max_failures, writer.done_ids().size(), cases, resume_command(f, writer.dir())));
   }
   if (const int sig = stop_signal(); sig != 0) {
     std::fflush(stdout);
@@ -542,12 +557,13 @@ Expected<std::vector<std::string>> last_failed_selection(RunFlags& f, const CLI:
 }
 
 int run_cases(RunFlags& f, const CLI::App& cmd) {
+  std::signal(SIGPIPE, SIG_IGN);  // a closed stdout stops the console output, not the run (say)
   if (f.extreme_fills && f.generate == 0) return fail(parse_error("--extreme-fills needs --generate N"));
   if (!f.last_failed.empty()) {
     auto files = last_failed_selection(f, cmd);
     if (!files) return fail(files.status());
     if (files->empty()) {
-      fmt::print("--last-failed {}: no failing case; nothing to rerun\n", f.last_failed);
+      say(fmt::format("--last-failed {}: no failing case; nothing to rerun\n", f.last_failed));
       return 0;
     }
     f.sel.files = std::move(*files);
@@ -561,6 +577,7 @@ int run_cases(RunFlags& f, const CLI::App& cmd) {
   if (!cases) return fail(cases.status());
   const RunOptions opt = run_options(f, root);
   const std::string out = f.out.empty() ? default_out_dir(root, f.backend, f.sel) : f.out;
+  if (Status st = check_out_is_fresh(out, f); !st.is_ok()) return fail(st);
   // Broken case files and golden folders stop the run before anything is written.
   auto prepared = prepare_all(*cases, f, opt, out);
   if (!prepared) return fail(prepared.status());
@@ -590,7 +607,10 @@ int run_cases(RunFlags& f, const CLI::App& cmd) {
     f.history_run = std::move(*h);
   }
   const nlohmann::json info = run_info(f, *workers.front(), cases->size(), *jobs);
-  if (const std::string line = shard_header(f.sel); !line.empty()) fmt::print("{}\n", line);
+  if (const std::string line = shard_header(f.sel); !line.empty()) say(line + "\n");
+  if (f.overwrite && !f.resume && holds_report(out)) {
+    if (Status st = remove_report(out); !st.is_ok()) return fail(st);
+  }
   auto writer = ReportWriter::open(out, info, f.resume);
   if (!writer) return fail(writer.status());
   if (f.history_run) {
@@ -601,11 +621,11 @@ int run_cases(RunFlags& f, const CLI::App& cmd) {
   // From here on SIGINT/SIGTERM end the run cleanly: the current case is dropped (resume runs it),
   // the reports are written for what finished, and the exit code is 128 + the signal.
   install_stop_handlers();
-  for (const auto& line : skipped) fmt::print("generate: {}\n", line);
+  for (const auto& line : skipped) say("generate: " + line + "\n");
   if (cases->empty()) {
     const auto shard = selected_shard(f.sel);
-    fmt::print("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
-               "report\n", shard->first, shard->second, counts.matched);
+    say(fmt::format("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
+                    "report\n", shard->first, shard->second, counts.matched));
   }
   // --threads (or the cores) is the whole run's budget: with -j N the case children share it.
   bool stopped_at_max_failures = false;
@@ -666,7 +686,9 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--filter", f->sel.filter, "Regex on case id or tag");
   add_shard_flags(cmd, f->sel);
   cmd->add_option("--out", f->out, "Report folder (default <root>/reports/<UTC>_<backend>_<tier>)");
-  cmd->add_flag("--resume", f->resume, "Skip case ids already in <out>/results.jsonl");
+  auto* resume = cmd->add_flag("--resume", f->resume, "Skip case ids already in <out>/results.jsonl");
+  cmd->add_flag("--overwrite", f->overwrite, "Replace the report in --out (its failed/ included) instead of refusing it")
+      ->excludes(resume);
   cmd->add_flag("--no-isolate", f->no_isolate, "Run cases in this process (for debuggers)");
   cmd->add_flag("--strict", f->strict, "MISTRUSTED cases fail the gate");
   cmd->add_flag("-q,--quiet", f->quiet, "Print failures only");
