@@ -48,6 +48,22 @@ std::string utc_timestamp() {
 
 constexpr size_t kSummaryFailures = 10;
 
+// Text for summary.txt, which people `cat`: a line break or tab becomes a space and other control
+// bytes (ESC sequences that recolour or clear a terminal, NUL) are dropped.
+std::string printable(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (ch == '\n' || ch == '\r' || ch == '\t') {
+      out += ' ';
+    } else if (byte >= 0x20 && byte != 0x7f) {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int gate_exit_code(const VerdictCounts& counts, bool strict) {
@@ -550,7 +566,8 @@ Status ReportWriter::finish() {
     by_op[r.op].push_back(&r);
     if (verdict_fails(r.verdict, strict)) {
       if (n_failures++ < kSummaryFailures) {
-        failures += fmt::format("{} {}: {}\n    repro: {}\n", verdict_name(r.verdict), r.id, r.reason, r.repro);
+        failures += fmt::format("{} {}: {}\n    repro: {}\n", verdict_name(r.verdict), printable(r.id),
+                                printable(r.reason), printable(r.repro));
       }
     }
   }

@@ -336,6 +336,18 @@ for label, make in (("a symbolic link", lambda p: os.symlink(OUTSIDE, p)), ("a F
     os.remove(failed)
     shutil.rmtree(d)
 
+# 7. A reason holding ESC sequences (or NUL) reaches summary.txt without them: people cat it.
+d = corrupt_report("esc_reason", results=json.dumps(dict(json.loads(good_line), verdict="FAILED",
+                                                         reason="bad\x1b[2J\x1b]0;owned\x07 \x00reason")) + "\n")
+merged = os.path.join(WORK, "merged_esc")
+expect("merge: a reason with ESC sequences", ["merge", d, "--out", merged], 1)
+with open(os.path.join(merged, "summary.txt"), "rb") as f:
+    summary = f.read()
+check("summary.txt holds no control bytes", not re.search(rb"[\x00-\x08\x0b-\x1f\x7f]", summary), repr(summary[:400]))
+check("summary.txt keeps the reason's text", b"bad[2J]0;owned reason" in summary, repr(summary[:400]))
+shutil.rmtree(d)
+shutil.rmtree(merged)
+
 print(f"robustness: {commands} commands, {passes} checks passed, {len(failures)} failed; corpus: {corpus_count} checked-in case files "
       f"plus generated inputs; peak memory {peak[0] // 1024} MB ({peak[1]})")
 sys.exit(1 if failures else 0)
