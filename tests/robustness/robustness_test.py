@@ -305,6 +305,7 @@ def failing_line(case_id):
 ups = "/.." * len(os.path.join(WORK, "merged", "failed").strip("/").split("/"))
 hostile_ids = {"escaping": ups + ELSEWHERE + "/victim", "x/y": "x/y", "NUL": "a\u0000b"}
 for label, case_id in hostile_ids.items():
+    write(VICTIM, "keep\n")
     d = corrupt_report("id_" + label.replace("/", "_"), results=failing_line(case_id))
     before = tree_digest(d)
     for what, args in (("merge", ["merge", d, "--out", os.path.join(WORK, "merged")]),
