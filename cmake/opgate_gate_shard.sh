@@ -18,4 +18,6 @@ if [ -n "$alloc" ]; then
 else
   echo "device: no CTest allocation (ctest without --resource-spec-file); OPGATE_ASCEND_DEVICE=${OPGATE_ASCEND_DEVICE:-unset}"
 fi
-exec "$opgate" run --shard "$shard" --out "$out" "$@"
+# --overwrite: each ctest run of the shard replaces its previous report (opgate refuses a folder
+# holding a report otherwise).
+exec "$opgate" run --shard "$shard" --out "$out" --overwrite "$@"

@@ -151,9 +151,10 @@ Expected<nlohmann::json> parse_json_bounded(std::string_view text, const std::st
   return root;
 }
 
-Expected<std::string> read_file_bounded(const std::string& path, size_t limit, const char* what) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error(fmt::format("{}: cannot open for reading: {}", path, errno_text()));
+namespace {
+
+// read_file_bounded on an open descriptor, which it closes.
+Expected<std::string> read_open_file_bounded(int fd, const std::string& path, size_t limit, const char* what) {
   struct stat st {};
   if (::fstat(fd, &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
@@ -186,6 +187,31 @@ Expected<std::string> read_file_bounded(const std::string& path, size_t limit, c
                                    limit >> 20, what));
   }
   return out;
+}
+
+}  // namespace
+
+Expected<std::string> read_file_bounded(const std::string& path, size_t limit, const char* what) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error(fmt::format("{}: cannot open for reading: {}", path, errno_text()));
+  return read_open_file_bounded(fd, path, limit, what);
+}
+
+Expected<nlohmann::json> read_regular_json_file(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: a link is not followed.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ELOOP) return parse_error(fmt::format("{}: a symbolic link; opgate reads only the plain file it wrote", path));
+    return io_error(fmt::format("{}: cannot open for reading: {}", path, errno_text()));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return parse_error(fmt::format("{}: not a regular file (a FIFO, device or folder); opgate reads only the plain "
+                                   "file it wrote", path));
+  }
+  OPGATE_ASSIGN_OR_RETURN(std::string text, read_open_file_bounded(fd, path, kMaxJsonBytes, "JSON"));
+  return parse_json_bounded(text, path);
 }
 
 Expected<nlohmann::json> read_json_file(const std::string& path) {

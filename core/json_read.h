@@ -46,6 +46,9 @@ Expected<nlohmann::json> parse_json_bounded(std::string_view text, const std::st
                                             JsonBudget* budget = nullptr);
 // Reads `path` (at most kMaxJsonBytes + 1 bytes) and parses it.
 Expected<nlohmann::json> read_json_file(const std::string& path);
+// read_json_file of a file that must be the plain file opgate wrote (failed/<id>.json): a symbolic
+// link, FIFO, device or folder is an error, found without following the link or waiting on the FIFO.
+Expected<nlohmann::json> read_regular_json_file(const std::string& path);
 // Reads at most `limit` bytes of `path`; a larger file (or an endless one like /dev/zero) is an
 // error naming `what` and the limit, found by reading limit+1 bytes or from the file's size.
 Expected<std::string> read_file_bounded(const std::string& path, size_t limit, const char* what);

@@ -2,6 +2,7 @@
 // from it at the end, so a resumed or merged run reports every case exactly once.
 #include "core/report.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "core/case.h"
 #include "core/json_read.h"
 #include "core/markup.h"
 #include "core/npy.h"
@@ -45,6 +47,22 @@ std::string utc_timestamp() {
 }
 
 constexpr size_t kSummaryFailures = 10;
+
+// Text for summary.txt, which people `cat`: a line break or tab becomes a space and other control
+// bytes (ESC sequences that recolour or clear a terminal, NUL) are dropped.
+std::string printable(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (ch == '\n' || ch == '\r' || ch == '\t') {
+      out += ' ';
+    } else if (byte >= 0x20 && byte != 0x7f) {
+      out += ch;
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -76,7 +94,11 @@ Expected<std::string> read_if_present(const std::string& path) {
   return read_file_bounded(path, kMaxResultsBytes, "results.jsonl");
 }
 
-// read_results on the text of `path`.
+// An id as JSON text: quoted, with control bytes (NUL, ESC) escaped, so a message shows what it holds.
+std::string quoted_id(const std::string& id) {
+  return nlohmann::json(id).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // The non-blank lines of a results.jsonl as JSON, with their line numbers. The whole file is read
 // as JSON within its limits before any line is read as a result, so the file's limits are checked
 // first, however early a malformed result comes.
@@ -110,6 +132,10 @@ Expected<std::vector<CaseResult>> parse_results(const std::string& text, const s
   for (auto& [n, j] : lines) {
     auto r = case_result_from_json(j);
     if (!r) return r.status().with_context(fmt::format("{}: line {}", path, n));
+    // Read-back ids name files (failed/<id>.json) like case-file ids do, so they obey the same rule.
+    if (Status st = check_case_id(r->id); !st.is_ok()) {
+      return st.with_context(fmt::format("{}: line {}: case id {}", path, n, quoted_id(r->id)));
+    }
     if (auto [at, fresh] = line_of.emplace(r->id, n); !fresh) {
       return parse_error(fmt::format("{}: line {}: second result for case '{}' (first at line {}): two runs wrote "
                                      "this report at once; run it again into an empty folder",
@@ -264,6 +290,13 @@ nlohmann::json run_field(const nlohmann::json& info, const std::string& field) {
 
 std::string run_field_text(const nlohmann::json& value) { return value.is_null() ? "unset" : value.dump(); }
 
+std::string recorded_backend(const nlohmann::json& info) {
+  if (!info.is_object() || !info.contains("backend")) return "";
+  const nlohmann::json& v = info["backend"];
+  const nlohmann::json name = v.is_object() ? v.value("backend", nlohmann::json()) : v;
+  return name.is_string() ? name.get<std::string>() : "";
+}
+
 Status check_not_being_written(const std::string& dir) {
   const std::string lock_path = dir + "/" + kReportLockFile;
   const int fd = ::open(lock_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -277,10 +310,19 @@ Status check_not_being_written(const std::string& dir) {
   return st;
 }
 
+Status check_case_count(const RunInfoFile& run) {
+  if (!run.info.is_object() || !run.info.contains("cases")) return Status::ok();
+  const nlohmann::json& count = run.info["cases"];
+  if (count.is_number_integer() && count.get<int64_t>() >= 0) return Status::ok();
+  return parse_error(fmt::format("{}: field 'cases': expected a non-negative integer (the run's case count), got {}",
+                                 run.path, count.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+}
+
 Status check_finished(const std::string& dir, const RunInfoFile& run, size_t results) {
   OPGATE_TRY(check_not_being_written(dir));
+  OPGATE_TRY(check_case_count(run));
   const nlohmann::json& info = run.info;
-  if (!info.is_object() || !info.contains("cases") || !info["cases"].is_number_integer()) return Status::ok();
+  if (!info.is_object() || !info.contains("cases")) return Status::ok();
   const int64_t cases = info["cases"].get<int64_t>();
   if (static_cast<int64_t>(results) >= cases) return Status::ok();
   return parse_error(fmt::format("{}: unfinished run: {} of {} cases have results (finish it with "
@@ -305,6 +347,84 @@ Expected<std::string> report_folder(const std::string& path) {
   const std::string results = path + "/results.jsonl";
   if (::stat(results.c_str(), &st) != 0) return io_error(fmt::format("{}: missing (not a report folder?)", results));
   return path;
+}
+
+Expected<std::string> failed_case_path(const std::string& dir, const std::string& id) {
+  const std::string folder = dir + "/failed";
+  const std::string path = folder + "/" + id + ".json";
+  struct stat st {};
+  if (::lstat(folder.c_str(), &st) != 0) return std::string();
+  if (!S_ISDIR(st.st_mode)) {
+    return parse_error(fmt::format("{}: {}; opgate reads only the folder it wrote", folder,
+                                   S_ISLNK(st.st_mode) ? "a symbolic link" : "not a folder"));
+  }
+  if (::lstat(path.c_str(), &st) != 0) return std::string();
+  if (S_ISREG(st.st_mode)) return path;
+  return parse_error(fmt::format("{}: {}; opgate reads only the plain file it wrote", path,
+                                 S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file (a FIFO, device or folder)"));
+}
+
+bool holds_report(const std::string& dir) {
+  struct stat st {};
+  for (const char* name : {"results.jsonl", "run.json", "summary.txt"}) {
+    if (::lstat((dir + "/" + name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The failed/<id>.json files (and temporaries) a run wrote in failed/, then failed/ if that empties
+// it; a link named failed is removed itself.
+Status remove_failed_folder(int dir_fd, const std::string& dir) {
+  struct stat st {};
+  if (::fstatat(dir_fd, "failed", &st, AT_SYMLINK_NOFOLLOW) != 0) return Status::ok();
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlinkat(dir_fd, "failed", 0) == 0) return Status::ok();
+    return io_error(fmt::format("{}/failed: cannot remove: {}", dir, errno_text()));
+  }
+  const int failed_fd = ::openat(dir_fd, "failed", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR* entries = failed_fd < 0 ? nullptr : ::fdopendir(failed_fd);
+  if (entries == nullptr) {
+    if (failed_fd >= 0) ::close(failed_fd);
+    return io_error(fmt::format("{}/failed: cannot open: {}", dir, errno_text()));
+  }
+  Status status = Status::ok();
+  while (const dirent* e = ::readdir(entries)) {
+    const std::string name = e->d_name;
+    const bool ours = name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0;
+    if (!ours && name.find(".tmp.") == std::string::npos) continue;
+    if (::unlinkat(failed_fd, name.c_str(), 0) != 0 && errno != ENOENT) {
+      status = io_error(fmt::format("{}/failed/{}: cannot remove: {}", dir, name, errno_text()));
+      break;
+    }
+  }
+  ::closedir(entries);
+  OPGATE_TRY(status);
+  ::unlinkat(dir_fd, "failed", AT_REMOVEDIR);  // stays when it holds files that are not opgate's
+  return Status::ok();
+}
+
+}  // namespace
+
+Status remove_report(const std::string& dir) {
+  OPGATE_TRY(check_not_being_written(dir));
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0) {
+    return errno == ELOOP || errno == ENOTDIR
+               ? parse_error(fmt::format("{}: not a folder (a symbolic link?); --overwrite removes nothing through links",
+                                         dir))
+               : io_error(fmt::format("{}: cannot open the report folder: {}", dir, errno_text()));
+  }
+  Status status = remove_failed_folder(dir_fd, dir);
+  for (const char* name : kReportFiles) {
+    if (!status.is_ok()) break;
+    if (::unlinkat(dir_fd, name, 0) != 0 && errno != ENOENT) {
+      status = io_error(fmt::format("{}/{}: cannot remove: {}", dir, name, errno_text()));
+    }
+  }
+  ::close(dir_fd);
+  return status;
 }
 
 Expected<std::vector<CaseResult>> read_results(const std::string& path) {
@@ -351,6 +471,7 @@ Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann
     // Everything is checked before anything is written: results of two configurations must never
     // mix, and a corrupt results.jsonl stays as it is for a person to look at.
     OPGATE_ASSIGN_OR_RETURN(RunInfoFile before, read_run_info(dir));
+    OPGATE_TRY(check_case_count(before));
     if (!before.info.is_null()) OPGATE_TRY(check_same_run(before, run_info));
     has_run_json = before.path == run_json;
     // The case files may have gained or lost cases since; `merge` and `baseline accept` judge
@@ -445,7 +566,8 @@ Status ReportWriter::finish() {
     by_op[r.op].push_back(&r);
     if (verdict_fails(r.verdict, strict)) {
       if (n_failures++ < kSummaryFailures) {
-        failures += fmt::format("{} {}: {}\n    repro: {}\n", verdict_name(r.verdict), r.id, r.reason, r.repro);
+        failures += fmt::format("{} {}: {}\n    repro: {}\n", verdict_name(r.verdict), printable(r.id),
+                                printable(r.reason), printable(r.repro));
       }
     }
   }

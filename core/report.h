@@ -44,6 +44,9 @@ const char* first_difference(const nlohmann::json& a, const nlohmann::json& b,
 }
 // How a run_field value reads in a message: its JSON, or "unset".
 std::string run_field_text(const nlohmann::json& value);
+// The --backend value a run info records (its backend probe's name: "emu", "fault:<defect>",
+// "ascend"); empty when it records none.
+std::string recorded_backend(const nlohmann::json& info);
 
 // A report folder's run info and the file it came from: run.json, else the first line of
 // summary.txt (folders written before run.json); `info` is null when neither exists.
@@ -52,6 +55,9 @@ struct RunInfoFile {
   nlohmann::json info;
 };
 Expected<RunInfoFile> read_run_info(const std::string& dir);
+// Refuses a run info whose "cases" is not a non-negative integer ("six", -1 would never count as
+// unfinished): "<run.json>: field 'cases': expected a non-negative integer ...".
+Status check_case_count(const RunInfoFile& run);
 // Refuses a report whose run info says it selected more cases than `results` holds: a run killed
 // and never resumed would silently leave its remaining cases out ("<dir>: unfinished run: ..."),
 // and a report that a run is still writing (check_not_being_written).
@@ -65,6 +71,19 @@ Status check_not_being_written(const std::string& dir);
 // The report folder a command-line argument names: the folder itself or its results.jsonl. Errors
 // call it a report: "<path>: no such report ...", "<dir>/results.jsonl: missing (not a report folder?)".
 Expected<std::string> report_folder(const std::string& path);
+
+// <dir>/failed/<id>.json when it is there as the plain file a run wrote, "" when it is absent; a
+// symbolic link (failed/ itself included), FIFO, device or folder there is an error naming it. The
+// id must have passed check_case_id (read_results checks every id it reads).
+Expected<std::string> failed_case_path(const std::string& dir, const std::string& id);
+
+// Whether `dir` holds a report: a plain results.jsonl, run.json or summary.txt (a link there is
+// ReportWriter::open's to refuse).
+bool holds_report(const std::string& dir);
+// Removes the report in `dir` for `run --overwrite`: the files a run writes there and failed/<id>.json
+// (failed/ itself once empty), through the folder's descriptor; a link is removed, never
+// followed, and other files stay. Refuses a folder that another run is writing, or that is a link.
+Status remove_report(const std::string& dir);
 
 // An open report folder: its lock (flock on run.lock) and the folder descriptors that files are
 // created through without following symbolic links. Closing it releases the lock.

@@ -92,6 +92,23 @@ size_t streak_start(const std::vector<const Row*>& results) {
   return start;
 }
 
+// Why a --failing-since value shaped like YYYY-MM-DD[THH:MM[:SS][Z]] names no moment of the
+// calendar ("2026-02-30", "2026-13-45", "...T25:00:00Z"); empty when it names one.
+std::string calendar_error(const std::string& date) {
+  const auto field = [&](size_t at) { return date.size() >= at + 2 ? std::stoi(date.substr(at, 2)) : 0; };
+  const int year = std::stoi(date.substr(0, 4)), month = field(5), day = field(8);
+  if (month < 1 || month > 12) return fmt::format("month {}", month);
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  const int days = kDays[month - 1] + (month == 2 && leap ? 1 : 0);
+  if (day < 1 || day > days) return fmt::format("day {} (month {} of {} has {} days)", day, month, year, days);
+  if (date.size() <= 10) return "";
+  if (field(11) > 23) return fmt::format("hour {}", field(11));
+  if (field(14) > 59) return fmt::format("minute {}", field(14));
+  if (date.size() >= 19 && date[16] == ':' && field(17) > 59) return fmt::format("second {}", field(17));
+  return "";
+}
+
 }  // namespace
 
 bool is_failing_verdict(const std::string& verdict) {
@@ -111,6 +128,9 @@ Expected<std::vector<FailingCase>> failing_cases(const HistoryDb& db, const std:
       OPGATE_ASSIGN_OR_RETURN(bool found, st.bind(1, since_run).step());
       if (!found) return parse_error(fmt::format("{}: --failing-since: no run {}", db.path(), since));
     } else if (std::regex_match(since, kDate)) {
+      if (const std::string why = calendar_error(since); !why.empty()) {
+        return parse_error(fmt::format("--failing-since: '{}' is no UTC date: {}", since, why));
+      }
       since_time = since;
     } else {
       return parse_error(fmt::format("--failing-since: expected a run id or a UTC date (2026-12-01 or "

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -384,7 +385,7 @@ Expected<int> gate_against_baseline(const std::vector<CaseResult>& baseline, con
   OPGATE_TRY(write_file_atomic(report_dir + "/baseline.json", j.dump(2) + "\n"));
   // report.html again, now with the baseline section (the run wrote it before the comparison).
   OPGATE_TRY(rewrite_report_html(report_dir, current, &diff, f.path, trends));
-  fmt::print("{}", text);
+  std::fputs(text.c_str(), stdout);  // not fmt::print: a closed stdout (`| head`) must not throw the verdict away
   BaselinePolicy policy;
   policy.allow_known_failures = f.allow_known_failures;
   policy.fail_on_drift = f.fail_on_drift;

@@ -35,9 +35,10 @@ Expected<MergeInput> read_input(const std::string& dir) {
   for (auto& r : in.results) {
     if (!verdict_fails(r.verdict, true)) continue;
     // The failed/<id>.json of each shard carries the case; copy it instead of re-deriving it.
-    const std::string failed_path = dir + "/failed/" + r.id + ".json";
-    if (!fs::exists(failed_path)) continue;
-    auto failed = read_json_file(failed_path);
+    OPGATE_ASSIGN_OR_RETURN(const std::string failed_path, failed_case_path(dir, r.id));
+    if (failed_path.empty()) continue;
+    // Neither follows a link nor waits on a FIFO put there after failed_case_path looked.
+    auto failed = read_regular_json_file(failed_path);
     r.case_json = failed ? std::move(*failed) : nlohmann::json();
     if (r.case_json.is_object()) r.case_json.erase("result");
   }
@@ -116,6 +117,40 @@ Status check_same_config(const std::vector<MergeInput>& inputs) {
   return Status::ok();
 }
 
+// The first key of two recorded selections whose values differ ("files", "filter", "seed", ...).
+std::string first_selection_difference(const nlohmann::json& a, const nlohmann::json& b) {
+  if (!a.is_object() || !b.is_object()) return "";
+  for (const nlohmann::json* side : {&a, &b}) {
+    for (const auto& [key, value] : side->items()) {
+      if (a.value(key, nlohmann::json()) != b.value(key, nlohmann::json())) return key;
+    }
+  }
+  return "";
+}
+
+// The shards of one split ran one selection: shard 0/2 of one case file and shard 1/2 of another
+// look like a complete split but cover half of each. Inputs without a shard are not checked.
+Status check_same_selection(const std::vector<MergeInput>& inputs) {
+  const MergeInput* first = nullptr;
+  for (const auto& in : inputs) {
+    if (in.run.info.is_null() || !in.run.info.contains("shard")) continue;
+    if (first == nullptr) {
+      first = &in;
+      continue;
+    }
+    const nlohmann::json was = run_field(first->run.info, "selection");
+    const nlohmann::json is = run_field(in.run.info, "selection");
+    if (was == is) continue;
+    const std::string key = first_selection_difference(was, is);
+    const auto shown = [&](const nlohmann::json& sel) {
+      return run_field_text(key.empty() ? sel : sel.value(key, nlohmann::json()));
+    };
+    return parse_error(fmt::format("{}: selection{} is {}, but {} has {}: merge only the shards of one selection",
+                                   in.run.path, key.empty() ? "" : "." + key, shown(is), first->run.path, shown(was)));
+  }
+  return Status::ok();
+}
+
 // The merged report's run.json: its inputs, the configuration they share and its case count, so
 // that it can be merged again or accepted as a baseline like a run's report.
 nlohmann::json merged_run_info(const std::vector<MergeInput>& inputs, const std::vector<std::string>& dirs) {
@@ -155,6 +190,7 @@ Expected<VerdictCounts> merge(const std::vector<std::string>& dirs, const std::s
   }
   OPGATE_TRY(check_shards(inputs));
   OPGATE_TRY(check_same_config(inputs));
+  OPGATE_TRY(check_same_selection(inputs));
   OPGATE_TRY(check_overlap(inputs));
   OPGATE_ASSIGN_OR_RETURN(ReportWriter writer, ReportWriter::open(out, merged_run_info(inputs, dirs), false));
   for (const auto& in : inputs) {

@@ -3,10 +3,12 @@
 #include <sys/stat.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -15,6 +17,7 @@
 #include "cases/generate.h"
 #include "cases/registry.h"
 #include "core/child_process.h"
+#include "core/json_read.h"
 #include "core/parallel.h"
 #include "core/version.h"
 #include "harness/golden.h"
@@ -34,6 +37,7 @@ struct RunFlags {
   int repeat = 1;
   double timeout_s = 600;
   bool no_isolate = false, resume = false, strict = false, quiet = false;
+  bool overwrite = false;  // --overwrite: an --out holding a previous report is removed first
   bool extreme_fills = false;  // --generate: each case gets one extreme per-tensor fill
   int64_t generate = 0;  // > 0: run this many freshly generated cases per operator
   uint64_t seed = 1;
@@ -171,6 +175,19 @@ Status check_out_is_not_baseline(const std::string& out, const std::string& base
   }
   return Status::ok();
 }
+
+// A folder holding a previous report is reused only on purpose (--resume continues it, --overwrite
+// replaces it): a new run over it would otherwise keep the old run's failed/<id>.json files.
+Status check_out_is_fresh(const std::string& out, const RunFlags& f) {
+  if (f.resume || f.overwrite || !holds_report(out)) return Status::ok();
+  if (!check_not_being_written(out).is_ok()) return Status::ok();  // ReportWriter::open names the run writing it
+  return parse_error(fmt::format("{}: holds a previous report; continue it with --resume, replace it with --overwrite, "
+                                 "or choose another --out", out));
+}
+
+// Console output that a closed stdout (`opgate run | head -1`) cannot end: fputs reports EPIPE
+// (SIGPIPE is ignored during a run) where fmt::print would throw, and the reports are still written.
+void say(const std::string& text) { std::fputs(text.c_str(), stdout); }
 
 // Case files by absolute path, so a resume from another directory selects the same files.
 std::vector<std::string> absolute_paths(const std::vector<std::string>& files) {
@@ -365,10 +382,10 @@ Status run_all(const std::vector<PreparedCase>& cases, const std::vector<Backend
 // The exit code once the reports are written: the stop signal's, the gate's, or the baseline's.
 int conclude(const RunFlags& f, const ReportWriter& writer, size_t cases, const std::vector<CaseResult>& baseline,
              const BaselineScope& scope, bool stopped_at_max_failures) {
-  fmt::print("{}\nreport: {}\n", counts_line(writer.counts()), writer.dir());
+  say(fmt::format("{}\nreport: {}\n", counts_line(writer.counts()), writer.dir()));
   if (stopped_at_max_failures) {
-    fmt::print("stopped after {} failing case(s) (--max-failures {}): {} of {} cases ran; the rest with: {}\n",
-               f.max_failures, f.max_failures, writer.done_ids().size(), cases, resume_command(f, writer.dir()));
+    say(fmt::format("stopped after {} failing case(s) (--max-failures {}): {} of {} cases ran; the rest with: {}\n",
+                    f.max_failures, f.max_failures, writer.done_ids().size(), cases, resume_command(f, writer.dir())));
   }
   if (const int sig = stop_signal(); sig != 0) {
     std::fflush(stdout);
@@ -410,12 +427,68 @@ Expected<std::vector<Case>> selected_cases(const RunFlags& f, const std::string&
   return cases;
 }
 
+// A setting the report records, taken from it unless `flag` was given; a given value that differs
+// from the report's is named on stderr, so that a rerun never silently tests something else.
+void adopt_setting(const CLI::App& cmd, const char* flag, const std::string& given, const std::string& recorded,
+                   const std::string& where, const std::function<void()>& take) {
+  if (cmd.get_option_no_throw(flag) == nullptr || recorded.empty()) return;
+  if (cmd.count(flag) == 0) {
+    take();
+  } else if (given != recorded) {
+    fmt::print(stderr, "opgate: {} {} overrides the report's {} ({})\n", flag, given, recorded, where);
+  }
+}
+
+// --strict is a flag: a report's strict run makes the rerun strict; a --strict the report lacked is named.
+void adopt_strict(RunFlags& f, const CLI::App& cmd, const RunInfoFile& run) {
+  if (cmd.get_option_no_throw("--strict") == nullptr) return;
+  const bool strict = run.info.value("strict", nlohmann::json(false)) == true;
+  if (cmd.count("--strict") == 0) {
+    f.strict = strict;
+  } else if (!strict) {
+    fmt::print(stderr, "opgate: --strict overrides the report's run without --strict ({})\n", run.path);
+  }
+}
+
+// The settings that change verdicts (backend, --repeat, --against, --strict), as the report's run
+// info records them, become this rerun's unless given on the command line. Recorded values are
+// checked like the flags they stand for.
+Status adopt_report_settings(RunFlags& f, const CLI::App& cmd, const RunInfoFile& run) {
+  const nlohmann::json& info = run.info;
+  if (!info.is_object()) return Status::ok();
+  const std::string backend = recorded_backend(info);
+  adopt_setting(cmd, "--backend", f.backend, backend, run.path, [&] { f.backend = backend; });
+  if (info.contains("repeat")) {
+    const nlohmann::json& r = info["repeat"];
+    if (!r.is_number_integer() || r.get<int64_t>() < 1 || r.get<int64_t>() > 1000) {
+      return parse_error(fmt::format("{}: field 'repeat': expected an integer in [1, 1000], got {}", run.path, r.dump()));
+    }
+    const int repeat = static_cast<int>(r.get<int64_t>());
+    adopt_setting(cmd, "--repeat", std::to_string(f.repeat), std::to_string(repeat), run.path, [&] { f.repeat = repeat; });
+  }
+  if (info.contains("against")) {
+    const nlohmann::json& a = info["against"];
+    if (a != "reference" && a != "golden") {
+      return parse_error(fmt::format("{}: field 'against': expected \"reference\" or \"golden\", got {}", run.path, a.dump()));
+    }
+    const std::string against = a.get<std::string>();
+    adopt_setting(cmd, "--against", f.against, against, run.path, [&] { f.against = against; });
+  }
+  adopt_strict(f, cmd, run);
+  return Status::ok();
+}
+
+// The report folder --last-failed names: the folder itself or its results.jsonl.
+std::string last_failed_dir(const std::string& report) {
+  const std::filesystem::path given(report);
+  return given.filename() == "results.jsonl" ? given.parent_path().string() : report;
+}
+
 // --last-failed REPORT: the report's failing cases become the selection, each from the
 // failed/<id>.json the report wrote (the case as it ran, generated ones included). Empty when
 // none failed.
 Expected<std::vector<std::string>> last_failed_files(const std::string& report) {
-  const std::filesystem::path given(report);
-  const std::string dir = given.filename() == "results.jsonl" ? given.parent_path().string() : report;
+  const std::string dir = last_failed_dir(report);
   if (!std::filesystem::is_regular_file(dir + "/results.jsonl")) {
     return parse_error(fmt::format("--last-failed {}: no such report ({}/results.jsonl is missing)", report, dir));
   }
@@ -423,8 +496,10 @@ Expected<std::vector<std::string>> last_failed_files(const std::string& report) 
   std::vector<std::string> files;
   for (const CaseResult& r : results) {
     if (!verdict_fails(r.verdict, true)) continue;
-    const std::string path = dir + "/failed/" + r.id + ".json";
-    if (!std::filesystem::is_regular_file(path)) return parse_error(fmt::format("--last-failed {}: {} is missing", report, path));
+    OPGATE_ASSIGN_OR_RETURN(const std::string path, failed_case_path(dir, r.id));
+    if (path.empty()) {
+      return parse_error(fmt::format("--last-failed {}: {}/failed/{}.json is missing", report, dir, r.id));
+    }
     files.push_back(path);
   }
   return files;
@@ -475,19 +550,28 @@ Expected<std::vector<std::unique_ptr<Backend>>> make_backends(const RunFlags& f)
   return out;
 }
 
-int run_cases(RunFlags& f) {
+// --last-failed: the report's failing cases, run with the report's settings (adopt_report_settings).
+Expected<std::vector<std::string>> last_failed_selection(RunFlags& f, const CLI::App& cmd) {
+  OPGATE_ASSIGN_OR_RETURN(std::vector<std::string> files, last_failed_files(f.last_failed));
+  OPGATE_ASSIGN_OR_RETURN(RunInfoFile run, read_run_info(last_failed_dir(f.last_failed)));
+  OPGATE_TRY(adopt_report_settings(f, cmd, run));
+  return files;
+}
+
+int run_cases(RunFlags& f, const CLI::App& cmd) {
+  std::signal(SIGPIPE, SIG_IGN);  // a closed stdout stops the console output, not the run (say)
   if (f.extreme_fills && f.generate == 0) return fail(parse_error("--extreme-fills needs --generate N"));
-  auto jobs = effective_jobs(f);
-  if (!jobs) return fail(jobs.status());
   if (!f.last_failed.empty()) {
-    auto files = last_failed_files(f.last_failed);
+    auto files = last_failed_selection(f, cmd);
     if (!files) return fail(files.status());
     if (files->empty()) {
-      fmt::print("--last-failed {}: no failing case; nothing to rerun\n", f.last_failed);
+      say(fmt::format("--last-failed {}: no failing case; nothing to rerun\n", f.last_failed));
       return 0;
     }
     f.sel.files = std::move(*files);
   }
+  auto jobs = effective_jobs(f);
+  if (!jobs) return fail(jobs.status());
   const std::string root = repo_root(f.root);
   SelectionCounts counts;
   std::vector<std::string> skipped;
@@ -495,6 +579,7 @@ int run_cases(RunFlags& f) {
   if (!cases) return fail(cases.status());
   const RunOptions opt = run_options(f, root);
   const std::string out = f.out.empty() ? default_out_dir(root, f.backend, f.sel) : f.out;
+  if (Status st = check_out_is_fresh(out, f); !st.is_ok()) return fail(st);
   // Broken case files and golden folders stop the run before anything is written.
   auto prepared = prepare_all(*cases, f, opt, out);
   if (!prepared) return fail(prepared.status());
@@ -524,7 +609,10 @@ int run_cases(RunFlags& f) {
     f.history_run = std::move(*h);
   }
   const nlohmann::json info = run_info(f, *workers.front(), cases->size(), *jobs);
-  if (const std::string line = shard_header(f.sel); !line.empty()) fmt::print("{}\n", line);
+  if (const std::string line = shard_header(f.sel); !line.empty()) say(line + "\n");
+  if (f.overwrite && !f.resume && holds_report(out)) {
+    if (Status st = remove_report(out); !st.is_ok()) return fail(st);
+  }
   auto writer = ReportWriter::open(out, info, f.resume);
   if (!writer) return fail(writer.status());
   if (f.history_run) {
@@ -535,11 +623,11 @@ int run_cases(RunFlags& f) {
   // From here on SIGINT/SIGTERM end the run cleanly: the current case is dropped (resume runs it),
   // the reports are written for what finished, and the exit code is 128 + the signal.
   install_stop_handlers();
-  for (const auto& line : skipped) fmt::print("generate: {}\n", line);
+  for (const auto& line : skipped) say("generate: " + line + "\n");
   if (cases->empty()) {
     const auto shard = selected_shard(f.sel);
-    fmt::print("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
-               "report\n", shard->first, shard->second, counts.matched);
+    say(fmt::format("shard {}/{}: none of the {} selected cases falls in this shard; nothing to run, writing an empty "
+                    "report\n", shard->first, shard->second, counts.matched));
   }
   // --threads (or the cores) is the whole run's budget: with -j N the case children share it.
   bool stopped_at_max_failures = false;
@@ -547,6 +635,46 @@ int run_cases(RunFlags& f) {
     return fail(st);
   }
   return conclude(f, *writer, cases->size(), baseline, scope, stopped_at_max_failures);
+}
+
+// The run info a failed/<id>.json stands for: its report's run.json (two folders up), else the
+// backend its "result" records. Null info for a file that is no report's failed case.
+Expected<RunInfoFile> failed_case_run_info(const std::string& path) {
+  OPGATE_ASSIGN_OR_RETURN(nlohmann::json j, read_json_file(path));
+  if (!j.is_object() || !j.contains("result") || !j["result"].is_object()) return RunInfoFile{"", nullptr};
+  const std::filesystem::path failed_dir = std::filesystem::path(path).parent_path();
+  if (failed_dir.filename() == "failed") {
+    const std::string report = failed_dir.parent_path().empty() ? "." : failed_dir.parent_path().string();
+    OPGATE_ASSIGN_OR_RETURN(RunInfoFile run, read_run_info(report));
+    if (!run.info.is_null()) return run;
+  }
+  const nlohmann::json backend = j["result"].value("backend", nlohmann::json());
+  if (!backend.is_string()) return RunInfoFile{"", nullptr};
+  return RunInfoFile{path, nlohmann::json{{"backend", backend}}};
+}
+
+// repro's output: the case, each output's plan, metrics and worst elements, and the verdict.
+void print_repro(const Case& chosen, const CaseResult& r, const std::string& where) {
+  // Bounded: a case may hold long values; the file has it whole.
+  constexpr size_t kMaxCaseDumpChars = 8000;
+  std::string dump = case_to_json(chosen).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (dump.size() > kMaxCaseDumpChars) {
+    dump = fmt::format("{}\n... ({} more bytes; the whole case is in {})", dump.substr(0, kMaxCaseDumpChars),
+                       dump.size() - kMaxCaseDumpChars, where);
+  }
+  fmt::print("case {}\n{}\n", chosen.id, dump);
+  for (const auto& o : r.outputs) {
+    const CompareResult& c = o.compare;
+    fmt::print("\noutput {}: {} — {}\n  plan: {}\n  metrics: {}\n", c.name, c.standard, c.message,
+               to_json(o.plan).dump(), to_json(c.metrics).dump());
+    for (const auto& [key, points] : {std::pair{"first_failures", &c.first_failures}, {"worst", &c.worst}}) {
+      if (points->empty()) continue;
+      fmt::print("  {}:\n", key);
+      for (const auto& p : *points) fmt::print("    {}\n", to_json(p).dump());
+    }
+  }
+  fmt::print("\n{} {}: {}\n", verdict_name(r.verdict), r.id, r.reason);
+  if (verdict_fails(r.verdict, true)) fmt::print("{}", describe_result(r, 10));
 }
 
 }  // namespace
@@ -560,7 +688,9 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--filter", f->sel.filter, "Regex on case id or tag");
   add_shard_flags(cmd, f->sel);
   cmd->add_option("--out", f->out, "Report folder (default <root>/reports/<UTC>_<backend>_<tier>)");
-  cmd->add_flag("--resume", f->resume, "Skip case ids already in <out>/results.jsonl");
+  auto* resume = cmd->add_flag("--resume", f->resume, "Skip case ids already in <out>/results.jsonl");
+  cmd->add_flag("--overwrite", f->overwrite, "Replace the report in --out (its failed/ included) instead of refusing it")
+      ->excludes(resume);
   cmd->add_flag("--no-isolate", f->no_isolate, "Run cases in this process (for debuggers)");
   cmd->add_flag("--strict", f->strict, "MISTRUSTED cases fail the gate");
   cmd->add_flag("-q,--quiet", f->quiet, "Print failures only");
@@ -590,8 +720,8 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--kernel-rev", f->kernel_rev, "The commit of the kernels under test, recorded in --history")
       ->needs(history);
   add_common(cmd, *f);
-  cmd->callback([f, &exit_code] {
-    exit_code = run_cases(*f);
+  cmd->callback([f, cmd, &exit_code] {
+    exit_code = run_cases(*f, *cmd);
     // A run that ends (finished, refused, or stopped by SIGINT/SIGTERM) records its exit code.
     if (f->history_run) {
       if (auto st = f->history_run->end_run(exit_code); !st.is_ok()) exit_code = fail(st);
@@ -608,7 +738,7 @@ void add_repro(CLI::App& app, int& exit_code) {
   cmd->add_option("case", *source, "A case file, a failed/<id>.json, or a case as JSON text")->required();
   cmd->add_option("--id", *id, "The case id within a case file");
   add_common(cmd, *f);
-  cmd->callback([f, source, id, &exit_code] {
+  cmd->callback([f, cmd, source, id, &exit_code] {
     struct stat st {};
     const bool is_file = stat(source->c_str(), &st) == 0;
     // Case text is a JSON object or array; anything else was meant as a file name.
@@ -636,6 +766,15 @@ void add_repro(CLI::App& app, int& exit_code) {
                                                : fmt::format("{}: no case with id '{}'", *source, *id)));
       return;
     }
+    // A report's failed case reruns with the settings the report ran it with.
+    if (is_file) {
+      auto run = failed_case_run_info(*source);
+      Status adopted = run ? adopt_report_settings(*f, *cmd, *run) : run.status();
+      if (!adopted.is_ok()) {
+        exit_code = fail(adopted);
+        return;
+      }
+    }
     // Like `run`, a case that does not make a problem (bad params, over --max-case-bytes) is bad
     // input: one line, exit 2, and nothing computed.
     const RunOptions opt = run_options(*f, repo_root(f->root));
@@ -650,26 +789,7 @@ void add_repro(CLI::App& app, int& exit_code) {
       return;
     }
     CaseResult r = run_case(prepared, **backend, opt);
-    // Bounded: a case may hold long values; the file has it whole.
-    constexpr size_t kMaxCaseDumpChars = 8000;
-    std::string dump = case_to_json(*chosen).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-    if (dump.size() > kMaxCaseDumpChars) {
-      dump = fmt::format("{}\n... ({} more bytes; the whole case is in {})", dump.substr(0, kMaxCaseDumpChars),
-                         dump.size() - kMaxCaseDumpChars, is_file ? *source : "the command line");
-    }
-    fmt::print("case {}\n{}\n", chosen->id, dump);
-    for (const auto& o : r.outputs) {
-      const CompareResult& c = o.compare;
-      fmt::print("\noutput {}: {} — {}\n  plan: {}\n  metrics: {}\n", c.name, c.standard, c.message,
-                 to_json(o.plan).dump(), to_json(c.metrics).dump());
-      for (const auto& [key, points] : {std::pair{"first_failures", &c.first_failures}, {"worst", &c.worst}}) {
-        if (points->empty()) continue;
-        fmt::print("  {}:\n", key);
-        for (const auto& p : *points) fmt::print("    {}\n", to_json(p).dump());
-      }
-    }
-    fmt::print("\n{} {}: {}\n", verdict_name(r.verdict), r.id, r.reason);
-    if (verdict_fails(r.verdict, true)) fmt::print("{}", describe_result(r, 10));
+    print_repro(*chosen, r, is_file ? *source : "the command line");
     exit_code = verdict_fails(r.verdict, false) ? 1 : 0;
   });
 }

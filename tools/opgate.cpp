@@ -18,6 +18,36 @@
 
 namespace {
 
+// Whether the command line holds `name` itself ("--threads 4", "--threads=4").
+bool on_command_line(const std::string& name, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == name || arg.rfind(name + "=", 0) == 0) return true;
+  }
+  return false;
+}
+
+// A value that came from an option's environment variable is named as that variable:
+// "OPGATE_THREADS=abc: Value abc not in range ..." instead of "--threads: ...", which was never typed.
+std::string name_env_source(const CLI::App& app, const std::string& what, int argc, char** argv) {
+  const size_t colon = what.find(": ");
+  if (colon == std::string::npos || what.rfind("--", 0) != 0) return what;
+  const std::string name = what.substr(0, colon);
+  for (const CLI::App* sub : app.get_subcommands()) {
+    const CLI::Option* opt = sub->get_option_no_throw(name);
+    if (opt == nullptr || opt->get_envname().empty() || on_command_line(name, argc, argv)) {
+      const std::string nested = name_env_source(*sub, what, argc, argv);  // `baseline diff`, `history cases`
+      if (nested != what) return nested;
+      continue;
+    }
+    const char* value = std::getenv(opt->get_envname().c_str());
+    if (value == nullptr) continue;
+    return fmt::format("{}={}: {} (the environment variable for {})", opt->get_envname(), value,
+                       what.substr(colon + 2), name);
+  }
+  return what;
+}
+
 // "123", "64M", "2G", "1T" (powers of 1024) -> bytes; 0 when malformed or zero.
 uint64_t parse_bytes(const std::string& text) {
   if (text.empty() || text[0] < '0' || text[0] > '9') return 0;
@@ -89,7 +119,7 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "opgate: error: {}\n", e.what());
+    fmt::print(stderr, "opgate: error: {}\n", name_env_source(app, e.what(), argc, argv));
     return opgate::cli::kExitUsage;
   }
   return exit_code;

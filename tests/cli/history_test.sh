@@ -132,6 +132,12 @@ expect_error 2 "corrupt.db: corrupt history database" history --db "$WORK/corrup
 expect_error 2 "h.db: no results for case 'no.such.case'" history --db "$DB" trend --case no.such.case
 expect_error 2 "h.db: no results for case 'no.such.case'" history --db "$DB" first-bad --case no.such.case
 expect_error 2 "--failing-since: expected a run id or a UTC date" history --db "$DB" cases --failing-since yesterday
+# Shaped like a date, but no day of the calendar (issue 23: all three were accepted).
+for bad in 2026-13-45 2026-02-30 2026-12-01T25:00:00Z 2026-12-01T18:60Z; do
+  expect_error 2 "--failing-since: '$bad' is no UTC date: (month|day|hour|minute)" history --db "$DB" cases --failing-since "$bad"
+done
+"$OPGATE" history --db "$DB" cases --failing-since 2024-02-29T23:59:59Z >/dev/null 2>&1
+check "--failing-since 2024-02-29T23:59:59Z (a leap day) is a date" test $? -eq 0
 python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('CREATE TABLE t (a)'); c.execute('PRAGMA application_id = 1330726728'); c.execute('PRAGMA user_version = 9'); c.commit()" "$WORK/newer.db"
 expect_error 2 "newer.db: history schema version 9 is newer than this opgate's \(1\)" history --db "$WORK/newer.db" flaky
 expect_error 2 "newer.db: history schema version 9 is newer than this opgate's \(1\)" run --cases "$SMOKE" --history "$WORK/newer.db" --out "$WORK/r_newer"

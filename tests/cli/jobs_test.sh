@@ -32,6 +32,11 @@ for backend in emu fault:mfrg.scale_not_applied; do
   check "$backend: the reports are not empty" test "$(grep -c . "$WORK/serial_$name/results.jsonl")" -ge 200
 done
 # Without -j: as many cases at once as the thread budget (OPGATE_THREADS / --threads, default the cores).
+# A bad OPGATE_THREADS is named as the variable that was set, not as --threads (never typed).
+OPGATE_THREADS=abc expect_error 2 "^opgate: error: OPGATE_THREADS=abc: .*--threads" \
+  run --root "$SRC" --op ffn_worker_batching --tier smoke -q --out "$WORK/threads_abc"
+OPGATE_THREADS=abc expect_error 2 "^opgate: error: --threads: " \
+  run --root "$SRC" --op ffn_worker_batching --tier smoke -q --threads x --out "$WORK/threads_abc"
 OPGATE_THREADS=3 "$OPGATE" run --root "$SRC" --op ffn_worker_batching --tier smoke -q --out "$WORK/d3" >/dev/null 2>&1
 check "default -j follows OPGATE_THREADS=3" grep -q '"jobs": 3' "$WORK/d3/run.json"
 "$OPGATE" run --root "$SRC" --op ffn_worker_batching --tier smoke -q --threads 1 --out "$WORK/d1" >/dev/null 2>&1

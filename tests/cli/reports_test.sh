@@ -118,6 +118,12 @@ import json, sys
 m = json.load(open(sys.argv[1]))
 assert m['backend']['backend'] == 'emu' and m['repeat'] == 1 and m['against'] == 'reference', m
 assert m['cases'] == 6 and len(m['merged_from']) == 4 and 'shard' not in m, m" "$WORK/m_all/run.json"
+# Shards of different selections are two halves of different runs (issue 23: shard 0/2 of one
+# file and 1/2 of another merged as a complete split).
+"$OPGATE" run --cases "$WORK/two.json" --shard 1/2 --out "$WORK/s2_1_two" -q >/dev/null 2>&1
+expect_error 2 "s2_1_two/run.json: selection.files is .*two.json.*, but .*s2_0/run.json has .*smoke.json.*: merge only the shards of one selection" \
+  merge "$WORK/s2_0" "$WORK/s2_1_two" --out "$WORK/m_selections"
+check "nothing written for shards of different selections" test ! -e "$WORK/m_selections"
 # Unsharded runs (other machines) merge as before; a merged report holds no shard of its own.
 "$OPGATE" run --cases "$WORK/two.json" --out "$WORK/r_emu2" -q >/dev/null 2>&1
 expect_error 2 "r_emu2: case 'mfrg.copy_no_scales.f32.001' also appears" merge "$WORK/r_emu" "$WORK/r_emu2" --out "$WORK/m_unsharded"

@@ -35,8 +35,24 @@ run --last-failed "$WORK/full" --backend "$FAULT" -q --out "$WORK/lf"
 check "--last-failed: exit 1 (they still fail)" test $? -eq 1
 check "--last-failed: the same ids as the report's failures" \
   test "$(ids "$WORK/lf/results.jsonl")" = "$(ids "$WORK/full/results.jsonl" FAILED)"
-run --last-failed "$WORK/lf/results.jsonl" -q --out "$WORK/fixed"
+# A rerun tests what the report tested: without --backend, the report's fault backend (issue 23:
+# the default emu turned a red night's failures green, exit 0, no warning).
+run --last-failed "$WORK/full" -q --out "$WORK/lf-own"
+check "--last-failed without --backend: exit 1 (the report's backend)" test $? -eq 1
+check "--last-failed without --backend: the same failures" \
+  test "$(ids "$WORK/lf-own/results.jsonl" FAILED)" = "$(ids "$WORK/full/results.jsonl" FAILED)"
+check "--last-failed without --backend: run.json records the report's backend" grep -q "\"$FAULT\"" "$WORK/lf-own/run.json"
+check "--last-failed with the report's backend: no override line" test "$(grep -c overrides "$WORK/out.txt")" -eq 0
+one_failed=$(ls "$WORK/full/failed" | head -1)
+"$OPGATE" repro --root "$SRC" "$WORK/full/failed/$one_failed" >"$WORK/repro.txt" 2>&1
+check "repro of a failed/<id>.json without --backend: exit 1 (the report's backend)" test $? -eq 1
+"$OPGATE" repro --root "$SRC" "$WORK/full/failed/$one_failed" --backend emu >"$WORK/repro.txt" 2>&1
+check "repro --backend emu of a fault report's case: exit 0" test $? -eq 0
+check "repro --backend emu names the override" grep -q "^opgate: --backend emu overrides the report's $FAULT" "$WORK/repro.txt"
+run --last-failed "$WORK/lf/results.jsonl" --backend emu -q --out "$WORK/fixed"
 check "--last-failed on the fixed kernel: exit 0" test $? -eq 0
+check "--last-failed --backend emu names the override, once" \
+  test "$(grep -c "^opgate: --backend emu overrides the report's $FAULT" "$WORK/out.txt")" -eq 1
 run --last-failed "$WORK/fixed" -q --out "$WORK/none"
 check "--last-failed of a green report: exit 0, nothing run" test $? -eq 0 -a ! -e "$WORK/none"
 check "--last-failed of a green report says so" grep -q "no failing case; nothing to rerun" "$WORK/out.txt"

@@ -268,6 +268,12 @@ reports.append(("results.jsonl of 96 MB of values", corrupt_report("r_values", r
                 "results.jsonl limit"))
 reports.append(("run.json 200 MB", corrupt_report("j_huge", run_json=""), "run.json"))
 os.truncate(os.path.join(reports[-1][1], "run.json"), 200 << 20)
+# A case count that is no count would skip the "unfinished" check (issue 23).
+with open(os.path.join(REPORT, "run.json")) as f:
+    good_run = json.load(f)
+for count in ("six", -1):
+    reports.append((f"run.json cases {count}", corrupt_report(f"j_cases_{count}", run_json=json.dumps(
+        dict(good_run, cases=count)) + "\n"), "run.json: field 'cases'"))
 for label, d, names in reports:
     before = tree_digest(d)
     merged = os.path.join(WORK, "merged")
@@ -281,6 +287,67 @@ for label, d, names in reports:
     expect(f"run --resume: {label}", ["run", "--cases", GOOD, "--resume", "--out", d], 2, None, names)
     check(f"{label}: report folder unchanged", tree_digest(d) == before)
     shutil.rmtree(d)
+
+# 6. Ids read back name files (issue 23): a hostile id in results.jsonl is refused by the case-id
+# rule before anything is written; merge and --last-failed read failed/<id>.json only as the plain
+# file a run wrote (a link is not followed, a FIFO does not hang them).
+ELSEWHERE = os.path.join(WORK, "elsewhere")
+os.makedirs(ELSEWHERE)
+VICTIM = write(os.path.join(ELSEWHERE, "victim.json"), "keep\n")
+
+
+def failing_line(case_id):
+    return json.dumps(dict(json.loads(good_line), id=case_id, verdict="FAILED")) + "\n"
+
+
+# As many ".." as <merged>/failed is deep: the old merge's temporary file ".<id>.json.tmp" then
+# climbed from failed/ to / and the rename replaced the victim.
+ups = "/.." * len(os.path.join(WORK, "merged", "failed").strip("/").split("/"))
+hostile_ids = {"escaping": ups + ELSEWHERE + "/victim", "x/y": "x/y", "NUL": "a\u0000b"}
+for label, case_id in hostile_ids.items():
+    write(VICTIM, "keep\n")
+    d = corrupt_report("id_" + label.replace("/", "_"), results=failing_line(case_id))
+    before = tree_digest(d)
+    for what, args in (("merge", ["merge", d, "--out", os.path.join(WORK, "merged")]),
+                       ("run --last-failed", ["run", "--last-failed", d, "--out", os.path.join(WORK, "merged")]),
+                       ("run --resume", ["run", "--cases", GOOD, "--resume", "--out", d])):
+        expect(f"{what}: id {label}", args, 2, r"results.jsonl: line 1: case id .*ids name files", "results.jsonl")
+        check(f"{what}: id {label}: nothing written", not os.path.exists(os.path.join(WORK, "merged")))
+        check(f"{what}: id {label}: the report is unchanged", tree_digest(d) == before)
+    check(f"id {label}: the file outside is untouched", open(VICTIM).read() == "keep\n")
+    shutil.rmtree(d)
+
+OUTSIDE = write(os.path.join(ELSEWHERE, "outside.json"), case_file([GOOD_CASE]))
+for label, make in (("a symbolic link", lambda p: os.symlink(OUTSIDE, p)), ("a FIFO", os.mkfifo)):
+    d = corrupt_report("failed_" + label.split()[-1], results=failing_line(GOOD_CASE["id"]))
+    failed = os.path.join(d, "failed", GOOD_CASE["id"] + ".json")
+    make(failed)
+    pattern = "symbolic link" if "link" in label else "not a regular file"
+    merged = os.path.join(WORK, "merged")
+    for what, args in (("merge", ["merge", d, "--out", merged]), ("run --last-failed", ["run", "--last-failed", d, "--out", merged])):
+        # The old merge blocked forever on the FIFO: a hang guard, not a time limit on the command.
+        try:
+            subprocess.run([OPGATE] + args, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            check(f"{what}: failed/<id>.json is {label}: returns", False, "still running after 120 s")
+            continue
+        expect(f"{what}: failed/<id>.json is {label}", args, 2, pattern, "failed/" + GOOD_CASE["id"] + ".json")
+        check(f"{what}: failed/<id>.json is {label}: nothing written", not os.path.exists(merged))
+        shutil.rmtree(merged, ignore_errors=True)
+    os.remove(failed)
+    shutil.rmtree(d)
+
+# 7. A reason holding ESC sequences (or NUL) reaches summary.txt without them: people cat it.
+d = corrupt_report("esc_reason", results=json.dumps(dict(json.loads(good_line), verdict="FAILED",
+                                                         reason="bad\x1b[2J\x1b]0;owned\x07 \x00reason")) + "\n")
+merged = os.path.join(WORK, "merged_esc")
+expect("merge: a reason with ESC sequences", ["merge", d, "--out", merged], 1)
+with open(os.path.join(merged, "summary.txt"), "rb") as f:
+    summary = f.read()
+check("summary.txt holds no control bytes", not re.search(rb"[\x00-\x08\x0b-\x1f\x7f]", summary), repr(summary[:400]))
+check("summary.txt keeps the reason's text", b"bad[2J]0;owned reason" in summary, repr(summary[:400]))
+shutil.rmtree(d)
+shutil.rmtree(merged)
 
 print(f"robustness: {commands} commands, {passes} checks passed, {len(failures)} failed; corpus: {corpus_count} checked-in case files "
       f"plus generated inputs; peak memory {peak[0] // 1024} MB ({peak[1]})")
