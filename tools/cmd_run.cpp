@@ -579,6 +579,10 @@ int run_cases(RunFlags& f, const CLI::App& cmd) {
   if (!cases) return fail(cases.status());
   const RunOptions opt = run_options(f, root);
   const std::string out = f.out.empty() ? default_out_dir(root, f.backend, f.sel) : f.out;
+  // The baseline folder first: it holds a report too, and "use --overwrite" would be the wrong advice.
+  if (!f.baseline.path.empty()) {
+    if (auto st = check_out_is_not_baseline(out, f.baseline.path); !st.is_ok()) return fail(st);
+  }
   if (Status st = check_out_is_fresh(out, f); !st.is_ok()) return fail(st);
   // Broken case files and golden folders stop the run before anything is written.
   auto prepared = prepare_all(*cases, f, opt, out);
@@ -599,9 +603,6 @@ int run_cases(RunFlags& f, const CLI::App& cmd) {
   std::vector<Backend*> workers;
   for (auto& b : *backends) workers.push_back(b.get());
   if (f.resume && f.out.empty()) return fail(parse_error("--resume needs --out <the report folder to resume>"));
-  if (!f.baseline.path.empty()) {
-    if (auto st = check_out_is_not_baseline(out, f.baseline.path); !st.is_ok()) return fail(st);
-  }
   // The history opens (created, migrated) before the report folder is written: a bad file stops the run.
   if (!f.history.empty()) {
     auto h = history::HistoryRecorder::open(f.history);

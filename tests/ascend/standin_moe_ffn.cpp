@@ -12,7 +12,7 @@ namespace mffn = opgate::ref::moe_ffn;
 
 namespace {
 
-// Params from what arrived: dimensions from x (M, K1) and weight1 (E, K1, N1), dtypes from the
+// Params from what arrived: dimensions from x (M tokens in its leading dims, K1) and weight1 (E, K1, N1), dtypes from the
 // descriptors, expertTokens and the attributes verbatim.
 mffn::Params params_of(const opgate::SpecMap& s, const std::vector<int64_t>& tokens, bool tokens_present,
                        const char* activation, int64_t inner_precise) {
@@ -24,7 +24,12 @@ mffn::Params params_of(const opgate::SpecMap& s, const std::vector<int64_t>& tok
   p.dtype = x.present ? x.dtype : opgate::DType::kF16;
   p.y_dtype = s.at("y").present ? s.at("y").dtype : p.dtype;
   if (s.at("deqScale1").present) p.deq_dtype = s.at("deqScale1").dtype;
-  p.m = x.present && !x.shape.empty() ? x.shape[0] : 0;
+  // x of rank 2..8 (spec F5): the tokens are its leading dims.
+  p.m = 0;
+  if (x.present && !x.shape.empty()) {
+    p.m = 1;
+    for (size_t d = 0; d + 1 < x.shape.size(); ++d) p.m *= x.shape[d];
+  }
   p.k1 = x.present && !x.shape.empty() ? x.shape.back() : 0;
   p.n1 = w1.present && !w1.shape.empty() ? w1.shape.back() : 0;
   p.activation = activation == nullptr ? "" : activation;
