@@ -172,6 +172,12 @@ Status check_no_links(int dir_fd, const std::string& dir) {
                                      dir, name));
     }
     if (!S_ISREG(st.st_mode)) return parse_error(fmt::format("{}/{}: not a regular file", dir, name));
+    // Truncating or appending to a file with other names would change what they name too.
+    if (st.st_nlink > 1) {
+      return parse_error(fmt::format("{}/{}: has {} hard links; opgate writes only files that have no other name "
+                                     "(remove the other links or use another --out)",
+                                     dir, name, static_cast<unsigned long>(st.st_nlink)));
+    }
   }
   struct stat st {};
   if (::fstatat(dir_fd, "failed", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) {
@@ -234,9 +240,18 @@ namespace {
 
 // Opens `dir` (creating it) and takes its lock; a second holder is named in the error.
 Expected<std::shared_ptr<ReportFolder>> lock_folder(const std::string& dir) {
+  // The folder itself must not be a link either (a trailing slash would make open() follow it).
+  std::string bare = dir;
+  while (bare.size() > 1 && bare.back() == '/') bare.pop_back();
+  struct stat st {};
+  if (::lstat(bare.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    return parse_error(fmt::format("{}: a symbolic link; opgate writes a report only into a real folder (give the "
+                                   "folder it points to as --out)",
+                                   dir));
+  }
   OPGATE_TRY(make_dirs(dir));
   auto folder = std::make_shared<ReportFolder>();
-  folder->dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  folder->dir_fd = ::open(bare.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (folder->dir_fd < 0) return io_error(fmt::format("{}: cannot open the report folder: {}", dir, errno_text()));
   const std::string lock_path = dir + "/" + kReportLockFile;
   folder->lock_fd = ::openat(folder->dir_fd, kReportLockFile, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -453,7 +468,8 @@ Expected<RunInfoFile> read_run_info(const std::string& dir) {
   return f;
 }
 
-Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann::json& run_info, bool resume) {
+Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann::json& run_info, bool resume,
+                                          const std::set<std::string>* selected) {
   ReportWriter w;
   w.dir_ = dir;
   w.run_info_ = run_info;
@@ -489,6 +505,12 @@ Expected<ReportWriter> ReportWriter::open(const std::string& dir, const nlohmann
     keep = newline == std::string::npos ? 0 : newline + 1;
     OPGATE_ASSIGN_OR_RETURN(auto previous, parse_results(text.substr(0, keep), results));
     for (const auto& r : previous) {
+      if (selected != nullptr && !selected->count(r.id)) {
+        return parse_error(fmt::format("{}: holds a result of case '{}', which this run does not select (a changed "
+                                       "case file, filter or shard); resume with the run's own selection, or start a "
+                                       "new report",
+                                       results, r.id));
+      }
       w.done_.insert(r.id);
       ++w.counts_[static_cast<size_t>(r.verdict)];
     }

@@ -98,7 +98,9 @@ class ReportWriter {
   // differs from the folder's in a kResumeFields field, then cuts a partial last line off
   // results.jsonl and remembers the case ids it holds; run.json keeps its first run's info except
   // "cases", which becomes this run's count. Nothing is written when it fails.
-  static Expected<ReportWriter> open(const std::string& dir, const nlohmann::json& run_info, bool resume);
+  // `selected` (resume): the case ids this run selects; a result of any other case is refused.
+  static Expected<ReportWriter> open(const std::string& dir, const nlohmann::json& run_info, bool resume,
+                                     const std::set<std::string>* selected = nullptr);
   const std::set<std::string>& done_ids() const { return done_; }
   // Appends one line to results.jsonl and flushes it; failures also get failed/<id>.json.
   Status append(const CaseResult& r);

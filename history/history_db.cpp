@@ -212,6 +212,8 @@ Status check_path(const std::string& path, bool must_exist) {
     return Status::ok();
   }
   if (S_ISDIR(sb.st_mode)) return io_error(fmt::format("{}: is a folder, not a history database file", path));
+  // A FIFO or a device would block SQLite's first read forever (a FIFO with no writer does).
+  if (!S_ISREG(sb.st_mode)) return io_error(fmt::format("{}: not a regular file, not a history database", path));
   return Status::ok();
 }
 

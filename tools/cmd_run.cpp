@@ -185,6 +185,12 @@ Status check_out_is_fresh(const std::string& out, const RunFlags& f) {
                                  "or choose another --out", out));
 }
 
+std::set<std::string> case_ids(const std::vector<Case>& cases) {
+  std::set<std::string> ids;
+  for (const auto& c : cases) ids.insert(c.id);
+  return ids;
+}
+
 // Console output that a closed stdout (`opgate run | head -1`) cannot end: fputs reports EPIPE
 // (SIGPIPE is ignored during a run) where fmt::print would throw, and the reports are still written.
 void say(const std::string& text) { std::fputs(text.c_str(), stdout); }
@@ -614,7 +620,8 @@ int run_cases(RunFlags& f, const CLI::App& cmd) {
   if (f.overwrite && !f.resume && holds_report(out)) {
     if (Status st = remove_report(out); !st.is_ok()) return fail(st);
   }
-  auto writer = ReportWriter::open(out, info, f.resume);
+  const std::set<std::string> selected_ids = case_ids(*cases);
+  auto writer = ReportWriter::open(out, info, f.resume, &selected_ids);
   if (!writer) return fail(writer.status());
   if (f.history_run) {
     if (auto st = f.history_run->begin_run(history::run_meta_from_run_info(info, f.kernel_rev, out)); !st.is_ok()) {
