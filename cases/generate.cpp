@@ -130,24 +130,28 @@ Status for_each_generated_case(const OpInfo& op, int64_t count, uint64_t seed, S
   return Status::ok();
 }
 
-Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size,
-                                           GenerateSkips* skips) {
+namespace {
+
+Expected<std::vector<Case>> collect_generated(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size,
+                                              bool extreme, GenerateSkips* skips) {
   std::vector<Case> out;
-  OPGATE_TRY(for_each_generated_case(op, count, seed, size, false, skips, [&](Case& c) {
+  OPGATE_TRY(for_each_generated_case(op, count, seed, size, extreme, skips, [&](Case& c) {
     out.push_back(std::move(c));
     return Status::ok();
   }));
   return out;
 }
 
+}  // namespace
+
+Expected<std::vector<Case>> generate_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size,
+                                           GenerateSkips* skips) {
+  return collect_generated(op, count, seed, size, false, skips);
+}
+
 Expected<std::vector<Case>> generate_extreme_cases(const OpInfo& op, int64_t count, uint64_t seed, SizeClass size,
                                                    GenerateSkips* skips) {
-  std::vector<Case> out;
-  OPGATE_TRY(for_each_generated_case(op, count, seed, size, true, skips, [&](Case& c) {
-    out.push_back(std::move(c));
-    return Status::ok();
-  }));
-  return out;
+  return collect_generated(op, count, seed, size, true, skips);
 }
 
 std::string feature_value(const nlohmann::json& v) {

@@ -8,6 +8,7 @@
 #include "cases/registry.h"
 #include "harness/backends.h"
 #include "harness/runner.h"
+#include "tests/cases/one_case.h"
 
 namespace opgate {
 namespace {
@@ -18,9 +19,7 @@ Case mfrg_case(const std::string& tensors) {
                            R"("params": {"dtype": "float32", "R": 1, "K": 1, "H": 3, "scales": true, "expertNum": 1}, )"
                            R"("seed": 3, "fill": "exact", "tensors": {)" +
                            tensors + "}}]}";
-  auto cases = parse_cases_text(text, "mfrg_exact_plan_test");
-  EXPECT_TRUE(cases) << cases.status().message();
-  return cases ? cases->front() : Case{};
+  return one_case(text, "mfrg_exact_plan_test");
 }
 
 CaseResult run_on_emu(const Case& c) {

@@ -9,6 +9,7 @@
 #include "core/aclnn_codes.h"
 #include "harness/backends.h"
 #include "harness/runner.h"
+#include "tests/cases/one_case.h"
 
 namespace opgate {
 namespace {
@@ -23,9 +24,7 @@ Case ffn_case(const std::string& x_shape, const std::string& y_shape) {
                            R"({"expertTokens": [2, 4], "K1": 16, "N1": 24, "bias1": true, "bias2": true}, )"
                            R"("seed": 5, "fill": "realistic", "tensors": {)" +
                            tensors + "}}]}";
-  auto cases = parse_cases_text(text, "x_rank_test");
-  EXPECT_TRUE(cases) << cases.status().message();
-  return cases ? cases->front() : Case{};
+  return one_case(text, "x_rank_test");
 }
 
 RefOutputs reference_of(const Case& c) {
