@@ -59,21 +59,16 @@ Bytes random_candidate(uint64_t seed, uint64_t& counter, size_t max_len) {
 // The search state: each output's best candidates (best first).
 class Corpus {
  public:
-  // Takes the candidate's scores; true if it raised any output's maximum.
-  bool offer(const Bytes& bytes, const Scores& scores, std::map<std::string, Best>& best) {
-    bool raised = false;
+  // Takes the candidate's scores into each output's kept candidates and best.
+  void offer(const Bytes& bytes, const Scores& scores, std::map<std::string, Best>& best) {
     for (const auto& [name, score] : scores) {
       auto& kept = kept_[name];
       kept.push_back({score, bytes});
       std::stable_sort(kept.begin(), kept.end(), [](const Best& a, const Best& b) { return a.score > b.score; });
       if (kept.size() > kKeptPerOutput) kept.pop_back();
       Best& b = best[name];
-      if (score > b.score) {
-        b = {score, bytes};
-        raised = true;
-      }
+      if (score > b.score) b = {score, bytes};
     }
-    return raised;
   }
   bool empty() const { return kept_.empty(); }
   // A parent: one output at random, one of its kept candidates, the better ones more often.

@@ -38,7 +38,6 @@ class OpEvaluator {
  public:
   OpEvaluator(const OpInfo& op, Backend& backend, SizeClass size) : op_(op), backend_(backend), size_(size) {
     opt_.isolate = false;
-    opt_.repro_prefix = "opgate";
   }
   std::optional<hunt::Scores> operator()(const hunt::Bytes& bytes) {
     std::optional<Case> c = case_from_bytes(op_, bytes, size_, count_++);

@@ -30,7 +30,7 @@ for dir in cases/*/; do
     [ -f "cases/$op/$tier.json" ] || continue
     # --no-isolate: an isolated case ends its child with _exit(), which skips writing the counters.
     if ! "$build/opgate" run --cases "cases/$op/$tier.json" --backend emu --root "$root" --no-isolate --quiet \
-         --out "$build/coverage_runs/$op.$tier" > "$build/coverage_runs.$op.$tier.log" 2>&1; then
+         --out "$build/coverage_runs/$op.$tier" --overwrite > "$build/coverage_runs.$op.$tier.log" 2>&1; then
       failed+=("$op.$tier (see $build/coverage_runs.$op.$tier.log)")
     fi
     echo "coverage: $op $tier: $(tail -2 "$build/coverage_runs.$op.$tier.log" | head -1)"

@@ -165,6 +165,19 @@ class Running(unittest.TestCase):
         self.assertTrue(r["how"].startswith("timeout"), r)
         self.assertLess(time.monotonic() - t0, 30)
 
+    def test_a_check_that_cannot_run_is_an_error_not_a_kill(self):
+        # opgate's exit 2 (usage or harness error, e.g. a refused --out) says nothing of the mutant.
+        target = driver.Target("fixture", self.target.build_argv,
+                               ["sh", "-c", "echo 'opgate: error: holds a previous report'; exit 2"],
+                               cwd=self.dir, error_exit=2)
+        r = driver.run_mutant(find(self.ms, 1, "arith", "a - b"), self.dir, target, 30)
+        self.assertEqual(r["outcome"], "error", r)
+        self.assertIn("holds a previous report", r["how"])
+
+    def test_opgate_checks_may_reuse_their_report_folder(self):
+        argv = driver.opgate_target("x", "/tree", "/build", "/report", 5).check_argv
+        self.assertIn("--overwrite", argv)
+
     def test_check_stops_at_the_first_failing_case(self):
         argv = ["sh", "-c", "echo '[   1/3] PASSED          a.ok.001   1.0 ms'; "
                             "echo '[   2/3] FAILED          a.bad.002   1.0 ms  y: 1 of 4 outside'; sleep 30"]

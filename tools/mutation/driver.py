@@ -137,8 +137,11 @@ def run_limited(argv, timeout, cwd=None, fail_line=None):
 class Target:
     """What a mutant of one source file is checked with: a build and a check command line."""
 
-    def __init__(self, name, build_argv, check_argv, fail_line=None, cwd=None):
+    def __init__(self, name, build_argv, check_argv, fail_line=None, cwd=None, error_exit=None):
         self.name, self.build_argv, self.check_argv, self.fail_line, self.cwd = name, build_argv, check_argv, fail_line, cwd
+        # The check's exit code for "the check itself could not run" (opgate's 2: usage or harness
+        # error): an error, never a kill (a refused --out once made every mutant "killed").
+        self.error_exit = error_exit
 
 
 def run_mutant(mutant, tree, target, check_timeout, build_timeout=900):
@@ -165,6 +168,8 @@ def run_mutant(mutant, tree, target, check_timeout, build_timeout=900):
         result["check_s"] = round(check_s, 2)
         if st == "ok":
             result.update(outcome="survived", how="check passed")
+        elif target.error_exit is not None and detail == f"exit {target.error_exit}":
+            result.update(outcome="error", how=f"the check could not run ({detail}): {' | '.join(tail[-2:])}")
         elif st == "timeout":
             result.update(outcome="killed", how=f"timeout after {check_timeout:.0f} s")
         else:
@@ -180,8 +185,9 @@ def opgate_target(op, tree, build_dir, report_dir, case_timeout):
     return Target(op,
                   ["cmake", "--build", build_dir, "-j1", "--target", "opgate"],
                   [os.path.join(build_dir, "opgate"), "run", "--op", op, "--tier", "ci", "--backend", "emu",
-                   "--root", tree, "--out", report_dir, "--quiet", "--strict", "--timeout", str(case_timeout)],
-                  fail_line=_FAIL_LINE, cwd=tree)
+                   "--root", tree, "--out", report_dir, "--overwrite", "--quiet", "--strict", "--timeout",
+                   str(case_timeout)],
+                  fail_line=_FAIL_LINE, cwd=tree, error_exit=2)
 
 
 def comparator_target(tree, build_dir, gtest_filter):
