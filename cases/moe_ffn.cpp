@@ -425,6 +425,10 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode /*
   y.tol.c = 1;
   y.tol.u_acc = 1;
   y.tol.out_ulps = 0.5;
+  // Ascend's v0.3: two matmuls, K1 terms into each hidden value and N1 hidden values into each y,
+  // counted as a product the way ATB counts attention's two matmuls (core/ascend_standard.h).
+  y.op_class = OpClass::kComputeFloat;
+  y.accumulations = p.k1 * std::max<int64_t>(p.n1, 1);
   const bool quant = path == ref::Path::kQuantF16 || path == ref::Path::kQuantBF16;
   y.reason = fmt::format(
       "{} path: |y - y_ref| <= magnitude + 1/2 ulp(y), magnitude = the reference's absolute error budget {}; "

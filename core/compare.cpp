@@ -42,6 +42,7 @@ double dual_rtol(DType t) {
 constexpr double kMixedRatio = 0.99;
 constexpr double kDualFraction = 0.001;
 constexpr double kMereEps = 1e-7;
+const double kPermilleRate = DualPermille{}.rate;  // the old standard's error rate, every dtype
 constexpr size_t kMaxPoints = 10;
 
 bool same_value(double a, double b) {
@@ -276,6 +277,7 @@ OPGATE_HOT void add_finite(const OutputCheck& check, bool floating, const Elemen
   const auto& [i, e, er, g, ref, abs_err, allowed] = x;
   const DType T = check.device_dtype;
     if (allowed > 0) m.budget_used = std::max(m.budget_used, abs_err / allowed);
+    if (check.kind != CheckKind::kExact) m.ascend.add(ref, g, kPermilleRate);
     const double rel = abs_err / (std::fabs(ref) + kMereEps);
     ++n_finite;
     sum_rel += rel;
@@ -375,6 +377,37 @@ void decide(const OutputCheck& check, double worst_abs_er, std::optional<ErrorBa
                             m.compared, r.standard, allowed_bad(check, m.compared),
                             why.empty() ? "" : "; ", why);
   }
+}
+
+// Ascend's standards beside the gating verdict (core/ascend_standard.h). Exact outputs are binary
+// equality under v0.3 (their own check); a quantised integer output is v0.3's "at most 1 step"
+// (its own check with max_steps 1) and the old standard's int8 row. Non-finite mismatches and
+// elements left unwritten fail every standard: the statistics cover finite elements only.
+void judge_standards(const OutputCheck& check, CompareResult& r) {
+  const CompareMetrics& m = r.metrics;
+  const bool broken = m.nonfinite_mismatch > 0 || m.poison_left > 0;
+  StandardVerdict v03, permille;
+  if (check.kind == CheckKind::kExact) {
+    v03.passed = r.passed;
+    v03.detail = "binary equality (the exact check)";
+    permille.applies = false;
+    permille.detail = "not applicable: exact output";
+  } else {
+    if (check.kind == CheckKind::kQuantized) {
+      v03.passed = r.passed && check.max_steps <= 1;
+      v03.detail = fmt::format("at most 1 step (the quantized check allows {})", check.max_steps);
+    } else {
+      v03 = judge_v03(m.ascend, v03_limits(check.op_class, check.device_dtype, check.accumulations));
+    }
+    permille = judge_dual_permille(m.ascend, dual_permille_for(check.device_dtype));
+  }
+  for (StandardVerdict* v : {&v03, &permille}) {
+    if (broken && v->applies) {
+      v->passed = false;
+      v->detail += "; non-finite or unwritten elements";
+    }
+  }
+  r.standards = {{"ascend-v0.3", v03}, {"ascend-dual-permille", permille}};
 }
 
 // A point worth reporting, kept as plain values until it is known to be among the reported ones.
@@ -692,6 +725,7 @@ void merge_part(Part& total, Part& next, int64_t keep_largest) {
   m.mare = std::max(m.mare, n.mare);
   m.max_ulp = std::max(m.max_ulp, n.max_ulp);
   m.budget_used = std::max(m.budget_used, n.budget_used);
+  m.ascend.merge(n.ascend);
   for (size_t k = 0; k < m.ulp_hist.size(); ++k) m.ulp_hist[k] += n.ulp_hist[k];
   for (size_t k = 0; k < m.axis_budget.size(); ++k) m.axis_budget[k] = std::max(m.axis_budget[k], n.axis_budget[k]);
   Sums& s = total.sums;
@@ -803,6 +837,7 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
   for (const PointRec& w : total.worst.points) worst.emplace_back(w.rank, make_point(w, got));
   finish_metrics(total.sums, worst, r);
   decide(check, total.sums.worst_abs_er, total.balance, r);
+  judge_standards(check, r);
   if (r.passed) {  // the error picture is drawn for failing outputs only
     r.metrics.axis_budget.clear();
     r.metrics.axis_rows = 0;

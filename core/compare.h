@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/ascend_standard.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
 
@@ -69,6 +70,10 @@ struct OutputCheck {
   // of the final rounding there is a tie for the error-balance gate too: with round-half-away both
   // times, every such element goes away from zero on a correct kernel.
   std::optional<DType> ties_via;
+  // Ascend's accuracy standards (core/ascend_standard.h), reported beside the gating check: the
+  // output's operator class and the terms the reference sums into one element (0: none known).
+  OpClass op_class = OpClass::kComputeFloat;
+  int64_t accumulations = 0;
   std::string reason;      // why this check and these numbers; printed in verbose reports
 };
 
@@ -128,6 +133,8 @@ struct CompareMetrics {
   static constexpr double kAxisFailing = 1e6;
   int64_t axis_rows = 0;  // dim 0
   std::vector<double> axis_budget;
+  // The statistics of Ascend's standards over the finite compared elements (not of exact outputs).
+  AscendStats ascend;
 };
 
 // What vacuity_check needs from the data, gathered by compare_output in its one pass so that the
@@ -145,6 +152,12 @@ struct VacuityInputs {
   int64_t row_differs = -1;
 };
 
+// One output under one of Ascend's standards, beside the gating verdict.
+struct StandardResult {
+  std::string name;  // "ascend-v0.3", "ascend-dual-permille", "dual-benchmark"
+  StandardVerdict verdict;
+};
+
 struct CompareResult {
   std::string name;
   CheckKind kind = CheckKind::kExact;
@@ -154,6 +167,7 @@ struct CompareResult {
   CompareMetrics metrics;
   std::vector<ComparePoint> first_failures;  // first in index order (at most 10)
   std::vector<ComparePoint> worst;           // largest errors relative to allowance (at most 10)
+  std::vector<StandardResult> standards;     // Ascend's standards, in a fixed order
   VacuityInputs vacuity;
 };
 

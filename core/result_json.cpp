@@ -165,6 +165,15 @@ Expected<CompareMetrics> metrics_from_json(const nlohmann::json& j, const std::s
   f.integer("axis_rows", m.axis_rows);
   f.numbers("axis_budget", m.axis_budget);
   if (!f.ok()) return f.status();
+  if (const auto* a = f.find("ascend")) {  // absent in reports before issue 25
+    FieldReader fa(*a, where + ": field 'ascend'");
+    fa.integer("n", m.ascend.n);
+    fa.integer("over_rate", m.ascend.over_rate);
+    fa.number("max_scaled_err", m.ascend.max_scaled_err);
+    fa.number("sum_scaled_signed", m.ascend.sum_scaled_signed);
+    fa.number("max_rel_over", m.ascend.max_rel_over);
+    if (!fa.ok()) return fa.status();
+  }
   return m;
 }
 
@@ -198,7 +207,10 @@ nlohmann::json metrics_json(const CompareMetrics& m) {
           {"cosine", num(m.cosine)},
           {"max_ulp", num(m.max_ulp)},
           {"budget_used", num(m.budget_used)},
-          {"ulp_hist", m.ulp_hist}};
+          {"ulp_hist", m.ulp_hist},
+          {"ascend", {{"n", m.ascend.n}, {"max_scaled_err", num(m.ascend.max_scaled_err)},
+                      {"sum_scaled_signed", num(m.ascend.sum_scaled_signed)}, {"over_rate", m.ascend.over_rate},
+                      {"max_rel_over", num(m.ascend.max_rel_over)}}}};
 }
 
 }  // namespace
@@ -221,6 +233,10 @@ nlohmann::json to_json(const OutputCheck& c) {
     }
   }
   if (c.kind == CheckKind::kQuantized) j["max_steps"] = c.max_steps;
+  if (c.kind != CheckKind::kExact && c.kind != CheckKind::kUndefined) {
+    j["op_class"] = op_class_name(c.op_class);
+    if (c.accumulations > 0) j["accumulations"] = c.accumulations;
+  }
   return j;
 }
 
@@ -251,6 +267,10 @@ nlohmann::json to_json(const CompareResult& r) {
                    {"metrics", to_json(r.metrics)}};
   for (const auto& p : r.first_failures) j["first_failures"].push_back(to_json(p));
   for (const auto& p : r.worst) j["worst"].push_back(to_json(p));
+  for (const auto& st : r.standards) {
+    j["standards"][st.name] = {{"applies", st.verdict.applies}, {"passed", st.verdict.passed},
+                               {"detail", st.verdict.detail}};
+  }
   return j;
 }
 
@@ -310,8 +330,28 @@ Expected<OutputCheck> output_check_from_json(const nlohmann::json& j) {
   f.number("atol", c.tol.atol);
   f.number("max_bad_fraction", c.tol.max_bad_fraction);
   f.integer("max_steps", c.max_steps);
+  f.integer("accumulations", c.accumulations);
+  OPGATE_TRY(enum_field(f, "op_class", [&](const std::string& s) {
+    auto oc = parse_op_class(s);
+    return oc ? (c.op_class = *oc, true) : false;
+  }, "expected an operator class (move, cast, compute-integer, compute-quant, compute-float, cv-fusion)"));
   if (!f.ok()) return f.status();
   return c;
+}
+
+// The "standards" object of an output: {name: {applies, passed, detail}} (issue 25).
+Status standards_from_json(const nlohmann::json& j, std::vector<StandardResult>& out) {
+  if (!j.is_object()) return parse_error("output: field 'standards': expected an object");
+  for (const auto& [name, v] : j.items()) {
+    StandardResult s{name, {}};
+    FieldReader f(v, fmt::format("output: field 'standards.{}'", name));
+    f.boolean("applies", s.verdict.applies);
+    f.boolean("passed", s.verdict.passed);
+    f.text("detail", s.verdict.detail);
+    if (!f.ok()) return f.status();
+    out.push_back(std::move(s));
+  }
+  return Status::ok();
 }
 
 Expected<CompareResult> compare_result_from_json(const nlohmann::json& j) {
@@ -327,6 +367,7 @@ Expected<CompareResult> compare_result_from_json(const nlohmann::json& j) {
   OPGATE_TRY(points_from_json(f, "first_failures", r.first_failures));
   OPGATE_TRY(points_from_json(f, "worst", r.worst));
   if (!f.ok()) return f.status();
+  if (const auto* st = f.find("standards")) OPGATE_TRY(standards_from_json(*st, r.standards));
   return r;
 }
 
