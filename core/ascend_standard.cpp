@@ -104,6 +104,7 @@ void AscendStats::add(double golden, double actual, double rate) {
   const double err = std::fabs(actual - golden);
   const double scaled = (actual - golden) / std::max(std::fabs(golden), 1.0);
   ++n;
+  max_abs_err = std::max(max_abs_err, err);
   max_scaled_err = std::max(max_scaled_err, std::fabs(scaled));
   sum_scaled_signed += scaled;
   if (err > std::max(rate * std::fabs(golden), rate)) {
@@ -115,6 +116,7 @@ void AscendStats::add(double golden, double actual, double rate) {
 
 void AscendStats::merge(const AscendStats& next) {
   n += next.n;
+  max_abs_err = std::max(max_abs_err, next.max_abs_err);
   max_scaled_err = std::max(max_scaled_err, next.max_scaled_err);
   sum_scaled_signed += next.sum_scaled_signed;
   over_rate += next.over_rate;

@@ -59,6 +59,7 @@ DualPermille dual_permille_for(DType device);
 // mismatch fails every standard and is counted by the comparator). Blocks merge in element order.
 struct AscendStats {
   int64_t n = 0;
+  double max_abs_err = 0;        // max |a - g| (an integer output's steps)
   double max_scaled_err = 0;     // max |a - g| / max(|g|, 1)
   double sum_scaled_signed = 0;  // sum (a - g) / max(|g|, 1)
   int64_t over_rate = 0;         // elements with |a - g| > max(rate |g|, rate)

@@ -94,7 +94,9 @@ class ProblemImpl final : public Problem {
   SpecMap output_images() const override { return Traits::output_images(p_, specs_); }
   TensorMap unpack(const TensorMap& images) const override { return Traits::unpack(p_, images); }
   ComparePlan compare_plan(const RefOutputs& ref, FillMode m) const override {
-    return Traits::compare_plan(p_, ref, m);
+    ComparePlan plan = Traits::compare_plan(p_, ref, m);
+    scope_ascend_standards(plan, m == FillMode::kRealistic);
+    return plan;
   }
   std::string describe(const std::string& out, const std::vector<int64_t>& idx,
                        const TensorMap& in) const override {

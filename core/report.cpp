@@ -24,6 +24,7 @@
 #include "core/npy.h"
 #include "core/report_html.h"
 #include "core/report_junit.h"
+#include "core/report_standards.h"
 
 namespace opgate {
 namespace {
@@ -599,6 +600,7 @@ Status ReportWriter::finish() {
   counts_ = counts;
   std::string summary = fmt::format("opgate run {}\n", run_info_.dump());
   summary += failures;
+  summary += standards_summary(results);
   summary += stage_time_line(results);  // where the run's time went, before the closing counter line
   summary += counts_line(counts) + "\n";
   OPGATE_TRY(write_at_atomic(folder_->dir_fd, "summary.txt", summary, dir_ + "/summary.txt"));

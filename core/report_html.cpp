@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/markup.h"
+#include "core/report_standards.h"
 #include "core/result_json.h"
 
 namespace opgate {
@@ -185,6 +186,40 @@ std::string operator_summary(const std::vector<CaseResult>& results) {
     html += row.budget < 0 ? std::string("<td class=\"budget\">&mdash;</td>")
                            : fmt::format("<td class=\"budget\">{} <small>{}</small></td>", metric(row.budget),
                                          esc(row.budget_case));
+    html += "</tr>";
+  }
+  return html + "</table>";
+}
+
+// Each output under its gate and under Ascend's standards (core/report_standards.h), one row each.
+std::string standards_section(const std::vector<CaseResult>& results) {
+  const auto tallies = tally_standards(results);
+  if (tallies.empty()) return "";
+  std::vector<std::string> names;
+  for (const auto& [key, s] : tallies) {
+    for (const auto& [name, t] : s.standards) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  std::string html = "<h2>Standards</h2><p class=\"note\">cases per output: the gating check, then Ascend's "
+                     "standards (defined in reports/README.md); effective bits = -log2 of the relative RMS error "
+                     "against the fp64 reference, the fewest over the cases</p><table id=\"standards\"><tr>"
+                     "<th>operator</th><th>output</th><th>gate</th>";
+  for (const std::string& n : names) html += fmt::format("<th>{}</th>", esc(n));
+  html += "<th>effective bits</th></tr>";
+  auto cell = [](const StandardTally& t, const std::string& title = "") {
+    const char* cls = t.failed > 0 ? "bad" : (t.passed > 0 ? "ok" : "na");
+    return fmt::format("<td class=\"std {}\"{}>{}</td>", cls,
+                       title.empty() ? "" : fmt::format(" title=\"{}\"", esc(title)), esc(tally_text(t)));
+  };
+  for (const auto& [key, s] : tallies) {
+    html += fmt::format("<tr><td><code>{}</code></td><td><code>{}</code></td>", esc(key.first), esc(key.second));
+    html += cell(s.gated, s.gate);
+    for (const std::string& n : names) {
+      const auto it = s.standards.find(n);
+      html += it == s.standards.end() ? std::string("<td class=\"std na\">-</td>") : cell(it->second);
+    }
+    html += s.has_bits ? fmt::format("<td class=\"n\">{:.1f}</td>", s.fewest_bits) : std::string("<td>-</td>");
     html += "</tr>";
   }
   return html + "</table>";
@@ -385,7 +420,9 @@ constexpr const char* kStyle =
     ".failure{border-left:4px solid #c62828;padding:0 0 0 10px;margin:0 0 1.2em}"
     ".failure summary{cursor:pointer;margin:0 0 4px}.worst td{font-family:monospace;font-size:12px}"
     "#cases thead th{cursor:pointer;background:#f5f5f5}#cases thead th[aria-sort]{background:#e3f2fd}"
-    ".filters{position:sticky;top:0;background:#fff;padding:4px 0}";
+    ".filters{position:sticky;top:0;background:#fff;padding:4px 0}"
+    "td.std.ok{background:#e8f5e9}td.std.bad{background:#ffebee;font-weight:bold}td.std.na{color:#777}"
+    ".note{color:#555;font-size:13px}";
 
 // Filters and sorting. The filter state lives in the URL fragment (#op=..&verdict=..&text=..), so
 // a filtered view is a link people can share and the browser test can open.
@@ -503,6 +540,7 @@ std::string render_html_report(const nlohmann::json& run_info, const std::vector
   html += settings_table(run_info);
   html += operator_summary(results);
   html += failures_section(results);
+  html += standards_section(results);
   if (baseline != nullptr) html += baseline_section(*baseline, baseline_path);
   if (trends != nullptr) html += trends_section(*trends);
   html += case_table(results);

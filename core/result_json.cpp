@@ -164,11 +164,13 @@ Expected<CompareMetrics> metrics_from_json(const nlohmann::json& j, const std::s
   f.histogram("ulp_hist", m.ulp_hist);
   f.integer("axis_rows", m.axis_rows);
   f.numbers("axis_budget", m.axis_budget);
+  f.number("effective_bits", m.effective_bits);
   if (!f.ok()) return f.status();
   if (const auto* a = f.find("ascend")) {  // absent in reports before issue 25
     FieldReader fa(*a, where + ": field 'ascend'");
     fa.integer("n", m.ascend.n);
     fa.integer("over_rate", m.ascend.over_rate);
+    fa.number("max_abs_err", m.ascend.max_abs_err);
     fa.number("max_scaled_err", m.ascend.max_scaled_err);
     fa.number("sum_scaled_signed", m.ascend.sum_scaled_signed);
     fa.number("max_rel_over", m.ascend.max_rel_over);
@@ -207,8 +209,9 @@ nlohmann::json metrics_json(const CompareMetrics& m) {
           {"cosine", num(m.cosine)},
           {"max_ulp", num(m.max_ulp)},
           {"budget_used", num(m.budget_used)},
+          {"effective_bits", num(m.effective_bits)},
           {"ulp_hist", m.ulp_hist},
-          {"ascend", {{"n", m.ascend.n}, {"max_scaled_err", num(m.ascend.max_scaled_err)},
+          {"ascend", {{"n", m.ascend.n}, {"max_abs_err", num(m.ascend.max_abs_err)}, {"max_scaled_err", num(m.ascend.max_scaled_err)},
                       {"sum_scaled_signed", num(m.ascend.sum_scaled_signed)}, {"over_rate", m.ascend.over_rate},
                       {"max_rel_over", num(m.ascend.max_rel_over)}}}};
 }
@@ -236,6 +239,7 @@ nlohmann::json to_json(const OutputCheck& c) {
   if (c.kind != CheckKind::kExact && c.kind != CheckKind::kUndefined) {
     j["op_class"] = op_class_name(c.op_class);
     if (c.accumulations > 0) j["accumulations"] = c.accumulations;
+    if (!c.standards_na.empty()) j["standards_na"] = c.standards_na;
   }
   return j;
 }
@@ -331,6 +335,7 @@ Expected<OutputCheck> output_check_from_json(const nlohmann::json& j) {
   f.number("max_bad_fraction", c.tol.max_bad_fraction);
   f.integer("max_steps", c.max_steps);
   f.integer("accumulations", c.accumulations);
+  f.text("standards_na", c.standards_na);
   OPGATE_TRY(enum_field(f, "op_class", [&](const std::string& s) {
     auto oc = parse_op_class(s);
     return oc ? (c.op_class = *oc, true) : false;

@@ -13,6 +13,10 @@ std::string describe_result(const CaseResult& r, int max_points) {
     const CompareResult& c = o.compare;
     if (c.passed) continue;
     out += fmt::format("  output {} ({}): {}\n", c.name, c.standard, c.message);
+    for (const StandardResult& st : c.standards) {
+      out += fmt::format("    {:<21} {}: {}\n", st.name,
+                         !st.verdict.applies ? "n/a" : (st.verdict.passed ? "pass" : "FAIL"), st.verdict.detail);
+    }
     int n = 0;
     for (const ComparePoint& p : c.worst) {
       if (n++ >= max_points) break;

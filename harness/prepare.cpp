@@ -41,6 +41,7 @@ std::string repro_command(const Case& c, const std::string& backend, const RunOp
                                 shell_quote(c.id), shell_quote(backend));
   if (opt.against_golden) cmd += " --against golden";
   if (opt.repeat > 1) cmd += fmt::format(" --repeat {}", opt.repeat);
+  if (opt.gate != Standard::kBound) cmd += fmt::format(" --standard {}", standard_name(opt.gate));
   return cmd;
 }
 

@@ -23,6 +23,9 @@ struct RunOptions {
   double timeout_s = 600;          // per case, isolated runs only
   int64_t child_threads = 0;       // threads of an isolated case's child (run -j); 0: this process's
   bool vacuity = true;
+  // run --standard: the standard that gates every floating output in Ascend's scope instead of its
+  // plan's own (bound); the vacuity check then asks whether this standard would see a defect.
+  Standard gate = Standard::kBound;
   std::string repro_prefix = "opgate";  // how the repro line invokes the binary (run: its absolute path)
 };
 

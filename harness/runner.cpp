@@ -102,7 +102,7 @@ std::string passed_reason(const std::vector<OutputResult>& outputs, int repeat) 
 Outcome check_device(const Problem& problem, Backend& backend, CaseData& data, FillMode fill, const RunOptions& opt,
                      CaseResult& r) {
   StageTimes& ms = r.stages_ms;
-  const ComparePlan plan = timed(ms.plan, [&] { return stages::plan(problem, data.ref, fill); });
+  const ComparePlan plan = timed(ms.plan, [&] { return stages::plan(problem, data.ref, fill, opt.gate); });
   const auto digests = timed(ms.guards, [&] { return stages::input_digests(data.packed); });
   auto run = timed(ms.device, [&] { return stages::device(problem, backend, data.packed); });
   r.device_ms = ms.device;

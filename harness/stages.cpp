@@ -155,8 +155,10 @@ Staged<RefOutputs> golden_stored(const GoldenCase& golden, const TensorMap& pack
   return RefOutputs{golden.expected, golden.magnitude, golden.care, golden.slack};
 }
 
-ComparePlan plan(const Problem& problem, const RefOutputs& ref, FillMode fill) {
-  return problem.compare_plan(ref, fill);
+ComparePlan plan(const Problem& problem, const RefOutputs& ref, FillMode fill, Standard gate) {
+  ComparePlan p = problem.compare_plan(ref, fill);
+  gate_with_standard(p, gate);
+  return p;
 }
 
 Staged<DeviceRun> device(const Problem& problem, Backend& backend, const TensorMap& packed) {

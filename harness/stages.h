@@ -56,7 +56,7 @@ Staged<RefOutputs> golden_stored(const GoldenCase& golden, const TensorMap& pack
 
 // (5b) plan: how each output is compared (check kind, tolerance, care), from the expected values;
 // made before the device runs.
-ComparePlan plan(const Problem& problem, const RefOutputs& ref, FillMode fill);
+ComparePlan plan(const Problem& problem, const RefOutputs& ref, FillMode fill, Standard gate = Standard::kBound);
 
 // (6) device: one run on fresh poisoned, guarded output buffers.
 struct DeviceRun {

@@ -45,6 +45,10 @@ HistoryCase history_case_from_result(const CaseResult& r) {
       double v = 0;
       if (metric_value(value, &v)) out.metrics[key] = v;
     }
+    // Ascend's standards as 1 (passed) or 0 (failed) metrics; absent where a standard does not apply.
+    for (const StandardResult& st : o.compare.standards) {
+      if (st.verdict.applies) out.metrics["passes." + st.name] = st.verdict.passed ? 1 : 0;
+    }
     if (const auto it = out.metrics.find("budget_used"); it != out.metrics.end()) {
       out.budget_used = it->second;
       out.metrics.erase(it);  // a column of its own

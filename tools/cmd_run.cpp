@@ -35,6 +35,7 @@ struct RunFlags {
   Selection sel;
   std::string root, backend = "emu", out, against = "reference", golden_root;
   int repeat = 1;
+  std::string standard = "bound";  // --standard: what gates the floating outputs
   double timeout_s = 600;
   bool no_isolate = false, resume = false, strict = false, quiet = false;
   bool overwrite = false;  // --overwrite: an --out holding a previous report is removed first
@@ -71,6 +72,9 @@ std::string positive_seconds(const std::string& text) {
 void add_common(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--backend", f.backend, "emu (default), fault:<defect>, or ascend");
   cmd->add_option("--repeat", f.repeat, "Device runs per case; >1 requires bit-identical outputs")->check(CLI::Range(1, 1000));
+  cmd->add_option("--standard", f.standard,
+                  "What gates floating outputs: bound (default), ascend-v0.3 or ascend-dual-permille (reports/README.md)")
+      ->check(CLI::IsMember({"bound", "ascend-v0.3", "ascend-dual-permille"}));
   cmd->add_option("--against", f.against, "Expected values from the reference or from golden files")
       ->check(CLI::IsMember({"reference", "golden"}));
   cmd->add_option("--golden-root", f.golden_root, "Golden folder (default <root>/golden)");
@@ -87,6 +91,7 @@ void add_common(CLI::App* cmd, RunFlags& f) {
 RunOptions run_options(const RunFlags& f, const std::string& root) {
   RunOptions o;
   o.repeat = f.repeat;
+  o.gate = *parse_standard(f.standard);
   o.against_golden = f.against == "golden";
   o.golden_root = f.golden_root.empty() ? root + "/golden" : f.golden_root;
   o.isolate = !f.no_isolate;
@@ -222,6 +227,7 @@ std::string resume_command(const RunFlags& f, const std::string& out) {
   if (f.jobs > 0) add("--jobs", std::to_string(f.jobs));
   if (!f.devices.empty()) add("--devices", devices_text(f.devices));
   if (f.repeat != 1) add("--repeat", std::to_string(f.repeat));
+  if (f.standard != "bound") add("--standard", f.standard);
   if (f.against != "reference") add("--against", f.against);
   if (!f.golden_root.empty()) add("--golden-root", f.golden_root);
   if (f.timeout_s != 600) add("--timeout", fmt::format("{}", f.timeout_s));
@@ -264,6 +270,7 @@ nlohmann::json run_info(const RunFlags& f, const Backend& backend, size_t cases,
                       {"cases", cases},
                       {"repeat", f.repeat},
                       {"against", f.against}};
+  if (f.standard != "bound") info["standard"] = f.standard;  // absent: bound
   if (f.strict) info["strict"] = true;  // MISTRUSTED fails: summary.txt and junit.xml follow it too
   info["jobs"] = jobs;                   // informative: results do not depend on it (not a resume field)
   if (!f.devices.empty()) info["devices"] = f.devices;
@@ -479,6 +486,16 @@ Status adopt_report_settings(RunFlags& f, const CLI::App& cmd, const RunInfoFile
     }
     const std::string against = a.get<std::string>();
     adopt_setting(cmd, "--against", f.against, against, run.path, [&] { f.against = against; });
+  }
+  if (info.contains("standard")) {
+    const nlohmann::json& s = info["standard"];
+    if (!s.is_string() || !parse_standard(s.get<std::string>()) || s == "ascend-mixed" || s == "mere-mare" ||
+        s == "dual-thousandth" || s == "allclose") {
+      return parse_error(fmt::format(
+          "{}: field 'standard': expected \"ascend-v0.3\" or \"ascend-dual-permille\", got {}", run.path, s.dump()));
+    }
+    const std::string standard = s.get<std::string>();
+    adopt_setting(cmd, "--standard", f.standard, standard, run.path, [&] { f.standard = standard; });
   }
   adopt_strict(f, cmd, run);
   return Status::ok();

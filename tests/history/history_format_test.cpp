@@ -43,6 +43,8 @@ TEST(HistoryFromResult, OutputsMetricsAndNonFiniteStrings) {
   y_out.compare.metrics.cosine = kNaN;
   y_out.compare.metrics.max_rel = -kInf;
   y_out.compare.metrics.ulp_hist = {1, 2};
+  y_out.compare.standards = {{"ascend-v0.3", {true, false, "0.1 > 2^-8"}},
+                             {"ascend-dual-permille", {false, true, "not applicable"}}};
   OutputResult z_out;
   z_out.compare.name = "z";
   z_out.compare.standard = "exact";
@@ -58,9 +60,11 @@ TEST(HistoryFromResult, OutputsMetricsAndNonFiniteStrings) {
   EXPECT_EQ(y.check, "bound");
   EXPECT_FALSE(y.passed);
   EXPECT_EQ(y.budget_used, kInf);
-  // Every scalar metric results.jsonl writes (19), but budget_used, which has its own field; ulp_hist
-  // is not a scalar.
-  EXPECT_EQ(y.metrics.size(), 18u);
+  // Every scalar metric results.jsonl writes (20), but budget_used, which has its own field; ulp_hist
+  // and the ascend statistics are not scalars; plus passes.ascend-v0.3 (the standard that applies).
+  EXPECT_EQ(y.metrics.size(), 20u);
+  EXPECT_EQ(y.metrics.at("passes.ascend-v0.3"), 0.0);
+  EXPECT_EQ(y.metrics.count("passes.ascend-dual-permille"), 0u);
   EXPECT_EQ(y.metrics.at("max_abs"), 1.5);
   EXPECT_TRUE(std::isnan(y.metrics.at("cosine")));
   EXPECT_EQ(y.metrics.at("max_rel"), -kInf);
