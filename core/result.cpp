@@ -36,8 +36,8 @@ bool verdict_fails(Verdict v, bool strict) {
   }
 }
 
-const std::array<StageField, 14>& stage_fields() {
-  static const std::array<StageField, 14> fields = {{{"parse", &StageTimes::parse},
+const std::array<StageField, 15>& stage_fields() {
+  static const std::array<StageField, 15> fields = {{{"parse", &StageTimes::parse},
                                                      {"validate", &StageTimes::validate},
                                                      {"fill", &StageTimes::fill},
                                                      {"reference", &StageTimes::reference},
@@ -48,6 +48,7 @@ const std::array<StageField, 14>& stage_fields() {
                                                      {"guards", &StageTimes::guards},
                                                      {"unpack", &StageTimes::unpack},
                                                      {"compare", &StageTimes::compare},
+                                                     {"twin", &StageTimes::twin},
                                                      {"vacuity", &StageTimes::vacuity},
                                                      {"determinism", &StageTimes::determinism},
                                                      {"transfer", &StageTimes::transfer}}};

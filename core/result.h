@@ -49,14 +49,14 @@ struct OutputResult {
 // it overlaps the next case (core/child_process.h).
 struct StageTimes {
   double parse = 0, validate = 0, fill = 0, reference = 0, pack = 0, golden = 0, plan = 0, device = 0, guards = 0,
-         unpack = 0, compare = 0, vacuity = 0, determinism = 0, transfer = 0;
+         unpack = 0, compare = 0, twin = 0, vacuity = 0, determinism = 0, transfer = 0;
 };
 struct StageField {
   const char* name;  // the key in results.jsonl "stages_ms"
   double StageTimes::*ms;
 };
 // Every stage in pipeline order: the one list the serializer, the parser and the summary read.
-const std::array<StageField, 14>& stage_fields();
+const std::array<StageField, 15>& stage_fields();
 // summary.txt's "where the time went" line: each stage's total over `results`, largest first, with
 // its share of the sum; "" when nothing was timed.
 struct CaseResult;

@@ -116,6 +116,10 @@ Outcome check_device(const Problem& problem, Backend& backend, CaseData& data, F
   stages::Compared compared =
       timed(ms.compare, [&] { return stages::compare(problem, plan, data.ref, data.got, data.inputs); });
   r.outputs = std::move(compared.outputs);
+  timed(ms.twin, [&] {  // failing outputs too: whether the twin errs as much is what a reader asks first
+    stages::twin(problem, backend, plan, data.ref, data.packed, data.got, r.outputs);
+    return 0;
+  });
   if (compared.outcome) return *compared.outcome;
   const auto vacuous = timed(ms.vacuity, [&] {
     return opt.vacuity ? stages::vacuity(plan, data.ref, data.got, r.outputs) : std::nullopt;

@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "core/dual_benchmark.h"
 #include "core/fill_override.h"
+#include "harness/backends.h"
 
 namespace opgate::stages {
 namespace {
@@ -229,6 +231,27 @@ std::optional<std::string> vacuity(const ComparePlan& plan, const RefOutputs& re
     }
   }
   return std::nullopt;
+}
+
+void twin(const Problem& problem, const Backend& device, const ComparePlan& plan, const RefOutputs& ref,
+          const TensorMap& packed, const TensorMap& got, std::vector<OutputResult>& outputs) {
+  auto not_applicable = [&](const std::string& why) {
+    for (OutputResult& o : outputs) o.compare.standards.push_back({"dual-benchmark", {false, true, why}});
+  };
+  if (device.name() == "emu") return not_applicable("not applicable: the device is the emulator, the twin itself");
+  auto emu = make_backend("emu");
+  if (!emu) return not_applicable("not applicable: no twin (" + emu.status().message() + ")");
+  auto run = stages::device(problem, **emu, packed);
+  if (auto* outcome = std::get_if<Outcome>(&run)) return not_applicable("not applicable: the twin failed: " + outcome->reason);
+  const TensorMap twin_got = unpack(problem, std::get<DeviceRun>(run));
+  for (size_t i = 0; i < plan.outputs.size() && i < outputs.size(); ++i) {
+    const OutputCheck& check = plan.outputs[i];
+    const std::string& n = check.name;
+    outputs[i].compare.standards.push_back(
+        {"dual-benchmark", dual_benchmark_output(check, outputs[i].compare, tensor_or_empty(ref.expected, n),
+                                                 tensor_or_empty(got, n), tensor_or_empty(twin_got, n),
+                                                 tensor_or_empty(ref.magnitude, n), tensor_or_empty(ref.care, n))});
+  }
 }
 
 std::optional<Outcome> determinism(const Problem& problem, Backend& backend, const TensorMap& packed,

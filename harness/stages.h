@@ -84,6 +84,11 @@ Compared compare(const Problem& problem, const ComparePlan& plan, const RefOutpu
 // (10) vacuity: why a perturbed copy of a passing output would pass too, for the first such output.
 std::optional<std::string> vacuity(const ComparePlan& plan, const RefOutputs& ref, const TensorMap& got,
                                    const std::vector<OutputResult>& outputs);
+// (9b) twin: on a device that is not the clean emulator, the emulator runs the same packed inputs
+// as the dual-benchmark standard's low-precision twin, and each output gains its dual-benchmark
+// verdict; on emu that standard is not applicable (the device is the twin).
+void twin(const Problem& problem, const Backend& device, const ComparePlan& plan, const RefOutputs& ref,
+          const TensorMap& packed, const TensorMap& got, std::vector<OutputResult>& outputs);
 // (11) determinism: runs 2..repeat of the device must give bit-identical defined outputs.
 std::optional<Outcome> determinism(const Problem& problem, Backend& backend, const TensorMap& packed,
                                 const ComparePlan& plan, const RefOutputs& ref, const TensorMap& got, int repeat);

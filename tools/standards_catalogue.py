@@ -22,7 +22,9 @@ def run_one(opgate, defect, standard, tier, jobs, out):
            "--standard", standard, "--strict", "-q", "--out", out, "--overwrite", "-j", str(jobs)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode == 1:
-        counts = dict(f.split(":") for f in done.stdout.splitlines()[-2].split() if ":" in f)
+        with open(f"{out}/summary.txt", encoding="utf-8") as f:  # its last line: cases:N passed:N failed:N ...
+            last = f.read().splitlines()[-1]
+        counts = dict(field.split(":", 1) for field in last.split() if ":" in field)
         return f"caught ({int(counts.get('failed', 0)) + int(counts.get('mistrusted', 0))})"
     return {0: "missed"}.get(done.returncode, f"error {done.returncode}")
 

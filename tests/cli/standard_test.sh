@@ -13,6 +13,7 @@ check "clean emu, bound: exit 0" test $? -eq 0
 check "results.jsonl: each tolerance output carries ascend-v0.3" grep -qE '"ascend-v0.3":\{"applies":true,"detail":"[^"]*","passed":true' "$WORK/emu/results.jsonl"
 check "summary.txt: the standards block" grep -q '^standards per output' "$WORK/emu/summary.txt"
 check "summary.txt: gradScalesOut under ascend-v0.3" grep -qE '^  moe_finalize_routing_v2_grad gradScalesOut: .*ascend-v0.3 [0-9]+ passed' "$WORK/emu/summary.txt"
+check "on emu dual-benchmark is not applicable" grep -q '"dual-benchmark":{"applies":false,"detail":"not applicable: the device is the emulator' "$WORK/emu/results.jsonl"
 check "report.html: the standards table" grep -q '<table id="standards">' "$WORK/emu/report.html"
 
 for s in ascend-v0.3 ascend-dual-permille; do
@@ -27,6 +28,8 @@ check "the failing output is judged under ascend-v0.3" grep -q '"standard":"asce
 
 "$OPGATE" run --op ifa --tier ci -q --backend "$PV" --out "$WORK/pv_bound" >/dev/null 2>&1
 check "$PV under bound: exit 1" test $? -eq 1
+check "on a fault backend the emulator twin judges dual-benchmark" grep -q '"dual-benchmark":{"applies":true' "$WORK/pv_bound/results.jsonl"
+check "... and it fails some of $PV's cases" grep -qE '"dual-benchmark":\{"applies":true,"detail":"[^"]*","passed":false' "$WORK/pv_bound/results.jsonl"
 "$OPGATE" run --op ifa --tier ci -q --backend "$PV" --standard ascend-v0.3 --out "$WORK/pv_v03" >/dev/null 2>&1
 check "$PV under ascend-v0.3: exit 0 (v0.3 allows its error)" test $? -eq 0
 "$OPGATE" run --op ifa --tier ci -q --backend "$PV" --standard ascend-dual-permille --out "$WORK/pv_permille" >/dev/null 2>&1

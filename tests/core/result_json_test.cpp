@@ -208,6 +208,7 @@ CaseResult full_result() {
   r.stages_ms.guards = 6.25;
   r.stages_ms.unpack = 7.5;
   r.stages_ms.compare = 8.75;
+  r.stages_ms.twin = 9.0;
   r.stages_ms.vacuity = 9.25;
   r.stages_ms.determinism = 10.5;
   r.stages_ms.transfer = 11.75;
@@ -251,6 +252,7 @@ TEST(ResultJson, every_field_round_trips) {
   EXPECT_EQ(back.stages_ms.guards, 6.25);
   EXPECT_EQ(back.stages_ms.unpack, 7.5);
   EXPECT_EQ(back.stages_ms.compare, 8.75);
+  EXPECT_EQ(back.stages_ms.twin, 9.0);
   EXPECT_EQ(back.stages_ms.vacuity, 9.25);
   EXPECT_EQ(back.stages_ms.determinism, 10.5);
   EXPECT_EQ(back.stages_ms.transfer, 11.75);
@@ -270,7 +272,7 @@ TEST(ResultJson, stages_ms_holds_every_stage_by_name) {
   const nlohmann::json j = to_json(full_result());
   const nlohmann::json expected = {{"parse", 0.5},      {"validate", 0.75},    {"fill", 1.25},    {"reference", 2.5},
                                    {"pack", 3.25},      {"golden", 4.5},       {"plan", 4.75},    {"device", 5.75},
-                                   {"guards", 6.25},    {"unpack", 7.5},       {"compare", 8.75}, {"vacuity", 9.25},
+                                   {"guards", 6.25},    {"unpack", 7.5},       {"compare", 8.75}, {"twin", 9.0}, {"vacuity", 9.25},
                                    {"determinism", 10.5}, {"transfer", 11.75}};
   EXPECT_EQ(j.at("stages_ms"), expected);
   EXPECT_EQ(j.at("ms"), (nlohmann::json{{"fill", 0.25}, {"reference", 1.5}, {"device", 2.75}, {"total", 5.125}}));

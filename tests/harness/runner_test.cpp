@@ -245,11 +245,11 @@ TEST(RunnerStages, every_stage_is_recorded_non_negative_and_within_the_total) {
   ASSERT_EQ(r.verdict, Verdict::kPassed) << r.reason;
   const nlohmann::json stages = to_json(r).at("stages_ms");
   for (const char* key : {"parse", "validate", "fill", "reference", "pack", "golden", "plan", "device", "guards",
-                          "unpack", "compare", "vacuity", "determinism", "transfer"}) {
+                          "unpack", "compare", "twin", "vacuity", "determinism", "transfer"}) {
     ASSERT_TRUE(stages.contains(key)) << key;
     EXPECT_GE(stages.at(key).get<double>(), 0) << key;
   }
-  EXPECT_EQ(stages.size(), 14u);
+  EXPECT_EQ(stages.size(), 15u);
   // Stages this passing case ran take time; against the reference there is no golden stage, and in
   // this process no transfer.
   for (double StageTimes::*ran : {&StageTimes::fill, &StageTimes::reference, &StageTimes::pack, &StageTimes::plan,
