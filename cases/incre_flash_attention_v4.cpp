@@ -130,7 +130,7 @@ std::string describe(const Params& p, const std::string& output, const std::vect
   const std::string s = v3::describe(p.base, output, index, inputs);
   if (s.empty() || !ref::padding_applies(p) || p.base.head_dim <= 0 || p.base.num_heads <= 0) return s;
   int64_t flat = 0;
-  const Shape& shape = ref::specs(p).at("attentionOut").shape;
+  const Shape shape = ref::specs(p).at("attentionOut").shape;  // a copy: specs() is a temporary
   for (size_t i = 0; i < index.size() && i < shape.size(); ++i) flat = flat * shape[i] + index[i];
   const auto b = static_cast<size_t>(flat / p.base.head_dim / p.base.num_heads);
   const std::vector<ref::KvWindow> w = ref::windows(p);
