@@ -63,6 +63,7 @@ struct Shared {
   const Params& p;
   int64_t n, n2, g, d, cap;
   std::vector<int64_t> lengths;
+  std::vector<KvWindow> windows;  // per batch; positions below are window-relative
   std::vector<double> q, pse;
   const uint8_t* mask = nullptr;
   Antiquant aq;
@@ -131,7 +132,7 @@ struct Tile {
 void load_tile(const Shared& s, int64_t b, int64_t n2, int64_t t0, int64_t count, bool key, Tile& r) {
   const int64_t dd = s.d;
   const DType kv = s.p.kv_dtype;
-  const int64_t base = ((b * s.n2 + n2) * s.cap + t0) * dd;
+  const int64_t base = ((b * s.n2 + n2) * s.cap + s.windows[static_cast<size_t>(b)].start + t0) * dd;
   const uint8_t* data = (key ? s.key : s.value)->data();
   if (kv == DType::kF16 || kv == DType::kBF16) {  // exact in registers (shared_attention.h)
     r.rows = reinterpret_cast<const uint16_t*>(data) + base;
@@ -209,6 +210,7 @@ void score_pass(const Shared& s, int64_t b, int64_t n2, int64_t len, double eps_
   dot.resize(static_cast<size_t>(kTile) * gs);
   mag.resize(dot.size());
   const int64_t pb = p.pse_batch == p.batch ? b : 0;
+  const int64_t aux = s.windows[static_cast<size_t>(b)].aux_start;
   Tile& tile = ws.tile;
   for (int64_t t0 = 0; t0 < len; t0 += kTile) {
     const int64_t count = std::min(kTile, len - t0);
@@ -218,12 +220,12 @@ void score_pass(const Shared& s, int64_t b, int64_t n2, int64_t len, double eps_
     for (int64_t tt = 0; tt < count; ++tt) {
       const int64_t t = t0 + tt;
       const size_t ti = static_cast<size_t>(t);
-      masked[ti] = s.mask != nullptr && s.mask[b * p.mask_seq + t] != 0;
+      masked[ti] = s.mask != nullptr && s.mask[b * p.mask_seq + aux + t] != 0;
       const double kabs_sum = int8_kv ? tile.abs_sum[static_cast<size_t>(tt)] : 0.0;
       for (int64_t g = 0; g < s.g; ++g) {
         Head& h = heads[static_cast<size_t>(g)];
         const size_t k = static_cast<size_t>(tt) * gs + static_cast<size_t>(g);
-        const double pse = s.pse.empty() ? 0.0 : s.pse[static_cast<size_t>((pb * s.n + n2 * s.g + g) * p.pse_seq + t)];
+        const double pse = s.pse.empty() ? 0.0 : s.pse[static_cast<size_t>((pb * s.n + n2 * s.g + g) * p.pse_seq + aux + t)];
         const double st = masked[ti] ? kMaskedScore : s.scale * dot[k] + pse;
         // int8: the kernel's dot product is sum_d A_d k_td (offset dropped), bounded by amax sum|k|.
         const double kmag = int8_kv ? mag[k] + h.amax * kabs_sum : mag[k];
@@ -352,12 +354,23 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
 
 }  // namespace
 
-RefOutputs reference(const Params& p, const TensorMap& in) {
+std::vector<KvWindow> full_windows(const Params& p) {
+  std::vector<KvWindow> w;
+  for (int64_t l : effective_lengths(p)) w.push_back({0, l, 0});
+  return w;
+}
+
+RefOutputs reference(const Params& p, const TensorMap& in) { return reference_window(p, in, full_windows(p)); }
+
+RefOutputs reference_window(const Params& p, const TensorMap& in, const std::vector<KvWindow>& windows) {
+  OPGATE_CHECK(static_cast<int64_t>(windows.size()) == p.batch, "reference_window: one window per batch");
   const SpecMap sp = specs(p);
   const Shape out_shape = sp.at("attentionOut").shape;
   Tensor expected = Tensor::zeros(DType::kF64, out_shape);
   Tensor magnitude = Tensor::zeros(DType::kF64, out_shape);
   Shared s(p);
+  s.windows = windows;
+  for (size_t b = 0; b < windows.size(); ++b) s.lengths[b] = windows[b].length;
   const Tensor& query = in.at("query");
   s.q.resize(static_cast<size_t>(query.numel()));
   to_double(query.dtype(), query.data(), 0, query.numel(), s.q.data());

@@ -99,4 +99,19 @@ Status check_data(const Params& p, const TensorMap& inputs);
 // Precondition: validate(p, specs(p)) and check_data(p, inputs) are ok.
 RefOutputs reference(const Params& p, const TensorMap& inputs);
 
+// The KV positions batch b attends to: [start, start + length) of its canonical KV axis, with
+// attenMask and pseShift read at the same positions (aux_start = start; it differs only in the
+// defects of operators that shift the window). V3's windows are {0, L_b} (§1.3: no left padding);
+// aclnnIncreFlashAttentionV4 shifts them by kvPaddingSize (cases/incre_flash_attention_v4/README.md).
+struct KvWindow {
+  int64_t start = 0;
+  int64_t length = 0;
+  int64_t aux_start = 0;
+};
+// {0, L_b, 0} for every batch: the windows of reference().
+std::vector<KvWindow> full_windows(const Params& p);
+// reference() over the given windows (one per batch, inside the canonical KV axis; a window of
+// length 0 gives the L = 0 row of §1.5 E1). reference(p, in) == reference_window(p, in, full_windows(p)).
+RefOutputs reference_window(const Params& p, const TensorMap& inputs, const std::vector<KvWindow>& windows);
+
 }  // namespace opgate::ref::incre_flash_attention_v3

@@ -270,8 +270,8 @@ struct SplitResult {
 
 class Kernel {
  public:
-  Kernel(const Params& p, const TensorMap& in, Defect defect, Tensor& out)
-      : p_(p), defect_(defect), kv_(p, in, defect), out_(out), sched_(schedule(p)) {
+  Kernel(const Params& p, const TensorMap& in, Defect defect, Tensor& out, std::vector<ifa::KvWindow> windows)
+      : p_(p), defect_(defect), kv_(p, in, defect), out_(out), sched_(schedule(p)), windows_(std::move(windows)) {
     const int64_t n2s = ifa::kv_heads(p);
     const int64_t hd = n2s * p.head_dim;
     const bool per_tensor_aq = p.antiquant == QuantMode::kPerTensor;
@@ -296,7 +296,7 @@ class Kernel {
 
   void run_group(int64_t b, int64_t n2) const {
     const int64_t d = p_.head_dim;
-    int64_t len = x_.lengths[static_cast<size_t>(b)];
+    int64_t len = windows_[static_cast<size_t>(b)].length;
     if (len > 0 && defect_ == Defect::kActualLenPlusOne) ++len;
     // K and V rows as float, a piece of an S2 tile at a time (tile()).
     std::vector<float> k, v;
@@ -328,8 +328,10 @@ class Kernel {
   }
 
  private:
+  // Window position t of batch b: mask (and pse) at aux_start + t, KV rows at start + t.
   bool masked(int64_t b, int64_t t) const {
-    return x_.mask != nullptr && t < p_.mask_seq && x_.mask[b * p_.mask_seq + t] != 0;
+    const int64_t at = windows_[static_cast<size_t>(b)].aux_start + t;
+    return x_.mask != nullptr && at >= 0 && at < p_.mask_seq && x_.mask[b * p_.mask_seq + at] != 0;
   }
 
   // The query heads that read KV head n2 (n2*G .. n2*G+G-1), with the int8 key-side digits.
@@ -387,7 +389,8 @@ class Kernel {
   void load_rows(const char* name, int64_t b, int64_t n2, int64_t ta, int64_t tb, std::vector<float>& buf) const {
     const int64_t d = p_.head_dim;
     buf.resize(static_cast<size_t>((tb - ta) * d));
-    for (int64_t t = ta; t < tb; ++t) kv_.row(name, b, n2, t, buf.data() + (t - ta) * d);
+    const int64_t start = windows_[static_cast<size_t>(b)].start;
+    for (int64_t t = ta; t < tb; ++t) kv_.row(name, b, n2, start + t, buf.data() + (t - ta) * d);
   }
 
   // One S2 tile [t0, t1) of KV head n2 for every head of the group (§1.4.3 steps 1-5): scores (scale, pse, mask
@@ -398,6 +401,7 @@ class Kernel {
     const int64_t d = p_.head_dim;
     const int64_t w = t1 - t0;
     const int64_t pb = p_.pse_batch == p_.batch ? b : 0;
+    const int64_t aux = windows_[static_cast<size_t>(b)].aux_start;
     const bool half_acc = defect_ == Defect::kHalfPvAccumulation;
     // K and V are converted a piece of kPiece positions at a time (a multiple of kCubeK: PV
     // fractals stay whole), so they stay in cache; int8 KV and the fp16-accumulation defect take
@@ -412,8 +416,8 @@ class Kernel {
         const bool mask = masked(b, t);
         for (HeadState& h : heads) {
           // Reads past the pse row happen only under defects; they see 0 (kept in bounds).
-          const float pse = t < p_.pse_seq && !x_.pse.empty()
-                                ? x_.pse[static_cast<size_t>((pb * p_.num_heads + h.n) * p_.pse_seq + t)]
+          const float pse = aux + t >= 0 && aux + t < p_.pse_seq && !x_.pse.empty()
+                                ? x_.pse[static_cast<size_t>((pb * p_.num_heads + h.n) * p_.pse_seq + aux + t)]
                                 : 0.0f;
           const float qk = dot(h, k.data() + (t - ta) * d);
           float st = defect_ == Defect::kPseScaled ? (qk + pse) * x_.scale : qk * x_.scale + pse;
@@ -602,6 +606,7 @@ class Kernel {
   KvSource kv_;
   Tensor& out_;
   Schedule sched_;
+  std::vector<ifa::KvWindow> windows_;
   Inputs x_;
   int digits_ = 2;
   Rounding p_rounding_ = Rounding::kHalfAway;
@@ -636,12 +641,20 @@ std::vector<DefectInfo> defects() {
 }
 
 Status run(const Params& p, const TensorMap& in, TensorMap& out, const std::string& defect_name) {
+  return run_window(p, in, out, defect_name, ifa::full_windows(p));
+}
+
+Status run_window(const Params& p, const TensorMap& in, TensorMap& out, const std::string& defect_name,
+                  const std::vector<ifa::KvWindow>& windows) {
+  if (static_cast<int64_t>(windows.size()) != p.batch) {
+    return internal_error("emu incre_flash_attention_v3: run_window needs one KV window per batch");
+  }
   OPGATE_ASSIGN_OR_RETURN(const Defect defect, parse_defect(defect_name));
   const auto it = out.find("attentionOut");
   if (it == out.end() || it->second.numel() != p.batch * p.num_heads * p.head_dim) {
     return internal_error("emu incre_flash_attention_v3: attentionOut buffer missing or of the wrong size");
   }
-  const Kernel kernel(p, in, defect, it->second);
+  const Kernel kernel(p, in, defect, it->second, windows);
   const int64_t n2s = ifa::kv_heads(p);
   math::parallel_for(p.batch * n2s, [&](int64_t job) { kernel.run_group(job / n2s, job % n2s); });
   return Status::ok();

@@ -20,6 +20,13 @@ namespace opgate::emu::incre_flash_attention_v3 {
 Status run(const ref::incre_flash_attention_v3::Params& p, const TensorMap& in, TensorMap& out,
            const std::string& defect);
 
+// run() over the given KV windows (one per batch, ref::KvWindow: positions [start, start + length) of
+// the canonical KV axis, attenMask and pseShift read from aux_start): the tiles and flash-decode
+// splits walk the window as they walk [0, L_b). run(p, in, out, d) == run_window(p, in, out, d,
+// ref::full_windows(p)).
+Status run_window(const ref::incre_flash_attention_v3::Params& p, const TensorMap& in, TensorMap& out,
+                  const std::string& defect, const std::vector<ref::incre_flash_attention_v3::KvWindow>& windows);
+
 // The injectable defects, each named "ifa.<what>" with a one-line description.
 std::vector<DefectInfo> defects();
 

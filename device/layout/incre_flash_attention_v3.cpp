@@ -62,10 +62,9 @@ int64_t dense_row(const std::string& layout, int64_t b, int64_t n2, int64_t t, i
   return layout == "BNSD" ? (b * n2s + n2) * s + t : (b * s + t) * n2s + n2;
 }
 
-void pack_dense(const Params& p, const TensorMap& in, TensorMap& out) {
+void pack_dense(const Params& p, const TensorMap& in, const std::vector<ifa::KvWindow>& windows, TensorMap& out) {
   const int64_t n2s = ifa::kv_heads(p);
   const int64_t cap = ifa::kv_capacity(p);
-  const std::vector<int64_t> lengths = ifa::effective_lengths(p);
   const SpecMap sp = ifa::specs(p);
   const bool list = p.kv_cache == KvCache::kList;
   const size_t row_bytes = static_cast<size_t>(p.head_dim) * dtype_size(p.kv_dtype);
@@ -85,7 +84,8 @@ void pack_dense(const Params& p, const TensorMap& in, TensorMap& out) {
         const std::vector<uint8_t>& bad = std::string(name) == "key" ? poison.key : poison.value;
         for (int64_t t = 0; t < s; ++t) {
           const int64_t row = dense_row(p.input_layout, bi, n2, t, n2s, s);
-          const bool used = t < lengths[static_cast<size_t>(b)];
+          const ifa::KvWindow& w = windows[static_cast<size_t>(b)];
+          const bool used = t >= w.start && t < w.start + w.length;
           sink.put(row, used ? src + static_cast<size_t>(((b * n2s + n2) * cap + t)) * row_bytes : bad.data());
         }
       }
@@ -130,7 +130,10 @@ Tensor reshaped_clone(const Tensor& t, const Shape& shape) { return t.clone().re
 
 }  // namespace
 
-TensorMap pack(const Params& p, const TensorMap& in) {
+TensorMap pack(const Params& p, const TensorMap& in) { return pack_window(p, in, ifa::full_windows(p)); }
+
+TensorMap pack_window(const Params& p, const TensorMap& in, const std::vector<ifa::KvWindow>& windows) {
+  OPGATE_CHECK(static_cast<int64_t>(windows.size()) == p.batch, "pack_window: one window per batch");
   const SpecMap sp = ifa::specs(p);
   TensorMap out;
   for (const char* name : {"query", "pseShift", "attenMask", "antiquantScale", "antiquantOffset", "quantScale2",
@@ -140,7 +143,7 @@ TensorMap pack(const Params& p, const TensorMap& in) {
   if (ifa::is_paged(p)) {
     pack_paged(p, in, out);
   } else {
-    pack_dense(p, in, out);
+    pack_dense(p, in, windows, out);
   }
   return out;
 }

@@ -4,6 +4,8 @@
 // poisoned so that a wrong read shows in the output.
 #pragma once
 
+#include <vector>
+
 #include "core/tensor.h"
 #include "reference/incre_flash_attention_v3.h"
 
@@ -21,6 +23,11 @@ constexpr double kPoisonInt8 = 127.0;
 // Canonical inputs (ref::canonical_specs) -> the images the aclnn call receives, named as in
 // ref::specs (key.<b>/value.<b> for a tensor list; absent optionals have no entry).
 TensorMap pack(const Params& p, const TensorMap& canonical);
+// pack() with the used KV slots of a dense or list cache given by per-batch windows (ref::KvWindow:
+// canonical positions [start, start + length) are copied, the rest poisoned); page-attention caches
+// ignore the windows' starts (left padding does not apply to them). pack(p, c) == pack_window(p, c,
+// ref::full_windows(p)).
+TensorMap pack_window(const Params& p, const TensorMap& canonical, const std::vector<ref::incre_flash_attention_v3::KvWindow>& windows);
 // The output buffer to allocate: attentionOut as described by `specs`.
 SpecMap output_images(const Params& p, const SpecMap& specs);
 // Output images -> canonical outputs (attentionOut keeps the query's layout shape: with S = 1 all

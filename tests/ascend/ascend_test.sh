@@ -260,7 +260,7 @@ op:*)
   expect $? 0 "failed:0 .*backend_error:0" "$OP --repeat 2"
   # The documented support table: a SoC the operator does not list gives SKIPPED with the reason.
   case "$OP" in
-    incre_flash_attention_v3|moe_ffn) SOC=Ascend910_9391; FAMILY="Atlas A3" ;;
+    incre_flash_attention_v3|incre_flash_attention_v4|moe_ffn) SOC=Ascend910_9391; FAMILY="Atlas A3" ;;
     *) SOC=Ascend310P3; FAMILY="Atlas inference series \(310P\)" ;;
   esac
   opgate_in ASCEND_HOME_PATH="$CANN" OPGATE_STANDIN_SOC="$SOC" -- run --cases "$SRC/cases/$OP/smoke.json" --backend ascend \
@@ -281,6 +281,15 @@ op:*)
       grep -q ' aclCreateTensorList ' "$T" && ok || bad "no tensor list"
       grep -q ' aclCreateIntArray ' "$T" && ok || bad "no int array (actualSeqLengths)"
       grep -q 'blocktable=int32' "$T" && ok || bad "no paged KV call with a block table"
+      ;;
+    incre_flash_attention_v4)
+      grep -q 'kvPaddingSize=int64' "$T" && ok || bad "no kvPaddingSize INT64 tensor"
+      grep -q 'blocktable=int32' "$T" && ok || bad "no paged KV call with a block table"
+      # The 25-parameter V4 prototype is called from CANN 8.0.0 on only.
+      opgate_in ASCEND_HOME_PATH="$CANN" OPGATE_STANDIN_CANN_VERSION=7.1.0 -- run --cases "$SRC/cases/$OP/smoke.json" \
+        --backend ascend --out "$WORK/cann_710"
+      expect $? 0 "SKIPPED .*aclnnIncreFlashAttentionV4 is called with its CANN 8.0.0 prototype, and this CANN reports version '7.1.0'" \
+        "aclnnIncreFlashAttentionV4 on CANN 7.1.0"
       ;;
     moe_ffn)
       grep -q ' aclCreateIntArray ' "$T" && ok || bad "no expertTokens int array"

@@ -9,6 +9,7 @@
 #include "device/ascend/incre_flash_attention_v3.h"
 #include "device/emu/incre_flash_attention_v3.h"
 #include "reference/incre_flash_attention_v3.h"
+#include "standin_incre_flash_attention_v3.h"
 #include "standin_ops.h"
 
 namespace ifa = opgate::ref::incre_flash_attention_v3;
@@ -58,7 +59,9 @@ std::string quant_shape(const Shape& s) {
   return s.size() == 4 && s[1] == 1 && s[2] != 1 ? "11ND" : "1N1D";
 }
 
-ifa::Params params_of(const opgate::SpecMap& s, size_t kv_members, const std::vector<int64_t>& lengths,
+}  // namespace
+
+ifa::Params standin_ifa::params_of(const opgate::SpecMap& s, size_t kv_members, const std::vector<int64_t>& lengths,
                       bool has_lengths, int64_t heads, double scale, const std::string& layout, int64_t kv_heads,
                       int64_t block_size, int64_t inner_precise) {
   ifa::Params p;
@@ -117,8 +120,6 @@ ifa::Params params_of(const opgate::SpecMap& s, size_t kv_members, const std::ve
   return p;
 }
 
-}  // namespace
-
 aclnnStatus aclnnIncreFlashAttentionV3GetWorkspaceSize(
     const aclTensor* query, const aclTensorList* key, const aclTensorList* value, const aclTensor* pseShift,
     const aclTensor* attenMask, const aclIntArray* actualSeqLengths, const aclTensor* dequantScale1,
@@ -149,7 +150,7 @@ aclnnStatus aclnnIncreFlashAttentionV3GetWorkspaceSize(
   call.attr("innerPrecise", std::to_string(innerPrecise));
   if (aclnnStatus rc = call.check()) return rc;
   const size_t members = key != nullptr ? key->tensors.size() : 0;
-  const ifa::Params p = params_of(call.specs(), members, lengths, has_lengths, numHeads, scaleValue, layout,
+  const ifa::Params p = standin_ifa::params_of(call.specs(), members, lengths, has_lengths, numHeads, scaleValue, layout,
                                   numKeyValueHeads, blockSize, innerPrecise);
   // validate and the emulator name a one-tensor KV (batch tensor or page cache) key / value.
   opgate::SpecMap specs = call.specs();

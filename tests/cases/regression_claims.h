@@ -38,5 +38,6 @@ const std::map<std::string, Claim>& mfrg_claims();
 const std::map<std::string, Claim>& fwb_claims();
 const std::map<std::string, Claim>& mffn_claims();
 const std::map<std::string, Claim>& ifa_claims();
+const std::map<std::string, Claim>& ifa4_claims();
 
 }  // namespace opgate::regression_claims

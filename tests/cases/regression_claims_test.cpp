@@ -20,7 +20,7 @@ namespace opgate::regression_claims {
 namespace {
 
 const Claim* claim_of(const std::string& id) {
-  for (const auto* table : {&mfrg_claims(), &fwb_claims(), &mffn_claims(), &ifa_claims()}) {
+  for (const auto* table : {&mfrg_claims(), &fwb_claims(), &mffn_claims(), &ifa_claims(), &ifa4_claims()}) {
     const auto it = table->find(id);
     if (it != table->end()) return &it->second;
   }
@@ -96,7 +96,7 @@ TEST(RegressionClaimsTable, every_claim_names_a_current_regression_case) {
     ASSERT_TRUE(cases.has_value()) << cases.status().message();
     for (const Case& c : *cases) ids.insert(c.id);
   }
-  for (const auto* table : {&mfrg_claims(), &fwb_claims(), &mffn_claims(), &ifa_claims()}) {
+  for (const auto* table : {&mfrg_claims(), &fwb_claims(), &mffn_claims(), &ifa_claims(), &ifa4_claims()}) {
     for (const auto& [id, claim] : *table) EXPECT_TRUE(ids.count(id)) << id << " is in no regression.json";
   }
 }
