@@ -242,6 +242,9 @@ std::string index_text(const std::vector<int64_t>& index) {
   return "[" + s + "]";
 }
 
+// "0.5", "2", "2560": whole ulps from 100 on (no exponent for a reviewer to decode).
+std::string ulps_text(double ulps) { return ulps >= 100 ? fmt::format("{:.0f}", ulps) : fmt::format("{:.3g}", ulps); }
+
 // "      [1, 2]: 0.5 -> 0.5009765625 (1 ulp of float16)" per listed element, then how many more.
 std::string element_lines(const GoldenTensorDiff& t) {
   const auto dtype = parse_dtype(t.device_dtype);
@@ -249,7 +252,7 @@ std::string element_lines(const GoldenTensorDiff& t) {
   std::string s;
   for (const GoldenElementChange& e : t.first) {
     const std::string distance = std::isnan(e.ulps) ? "not finite"
-                                 : floating         ? fmt::format("{:.3g} ulp of {}", e.ulps, t.device_dtype)
+                                 : floating         ? fmt::format("{} ulp of {}", ulps_text(e.ulps), t.device_dtype)
                                                     : fmt::format("by {:.17g}", e.ulps);
     s += fmt::format("      {}: {} -> {} ({})\n", index_text(e.index), e.before, e.after, distance);
   }

@@ -78,6 +78,11 @@ TEST_F(GoldenDiff, a_change_away_from_zero_is_measured_at_the_new_value) {
   const GoldenCaseDiff d = diff_golden_case(a, b);
   ASSERT_EQ(d.tensors.size(), 1u);
   EXPECT_DOUBLE_EQ(d.tensors[0].max_ulps, 1152.0);
+  GoldenTreeDiff tree;
+  tree.cases.push_back(d);
+  // Whole ulps, without an exponent to decode.
+  EXPECT_NE(golden_diff_text(tree, "a", "b").find("      [0]: 0 -> 72 (1152 ulp of float16)\n"), std::string::npos)
+      << golden_diff_text(tree, "a", "b");
 }
 
 TEST_F(GoldenDiff, integer_inputs_count_changed_elements) {
