@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -47,7 +48,6 @@ std::string utc_timestamp() {
   return stamp;
 }
 
-constexpr size_t kSummaryFailures = 10;
 
 // Text for summary.txt, which people `cat`: a line break or tab becomes a space and other control
 // bytes (ESC sequences that recolour or clear a terminal, NUL) are dropped.
@@ -63,6 +63,31 @@ std::string printable(const std::string& text) {
     }
   }
   return out;
+}
+
+// summary.txt for people first: what ran and how many failed, then every failure with its repro,
+// where the time went; the run info JSON (read back by read_run_info for folders without
+// run.json) and the closing counter line come last.
+std::string summary_text(const nlohmann::json& run_info, const std::vector<CaseResult>& results,
+                         const VerdictCounts& counts) {
+  // MISTRUSTED fails the gate with --strict, and then in summary.txt and junit.xml too.
+  const bool strict = run_info.is_object() && run_info.value("strict", false);
+  std::string failures;
+  size_t n_failures = 0;
+  for (const auto& r : results) {
+    if (!verdict_fails(r.verdict, strict)) continue;
+    ++n_failures;
+    failures += fmt::format("{} {}: {}\n    repro: {}\n", verdict_name(r.verdict), printable(r.id), printable(r.reason),
+                            printable(r.repro));
+  }
+  const std::string backend = printable(recorded_backend(run_info));
+  std::string s = fmt::format("opgate: {} of {} cases failed{}\n", n_failures, results.size(),
+                              backend.empty() ? "" : " on " + backend);
+  if (n_failures > 0) s += fmt::format("\nfailed cases ({}):\n{}", n_failures, failures);
+  s += "\n" + standards_summary(results);
+  s += stage_time_line(results);
+  s += fmt::format("opgate run {}\n", run_info.dump());
+  return s + counts_line(counts) + "\n";
 }
 
 }  // namespace
@@ -459,13 +484,18 @@ Expected<RunInfoFile> read_run_info(const std::string& dir) {
   f.path = dir + "/summary.txt";
   if (::stat(f.path.c_str(), &st) != 0) return RunInfoFile{"", nullptr};
   OPGATE_ASSIGN_OR_RETURN(std::string text, read_file_bounded(f.path, kMaxResultsBytes, "summary.txt"));
-  const std::string prefix = "opgate run ";
-  const std::string first = text.substr(0, text.find('\n'));
-  auto info = first.rfind(prefix, 0) == 0 ? parse_json_bounded(first.substr(prefix.size()), f.path + ": line 1")
-                                          : Expected<nlohmann::json>(parse_error("no run line"));
-  if (!info) return parse_error(fmt::format("{}: line 1: expected 'opgate run <run info JSON>'", f.path));
+  // The run line: line 1 in older folders, after the people's part since issue 24.
+  const std::string prefix = "opgate run {";
+  size_t at = text.rfind(prefix, 0) == 0 ? 0 : text.find("\n" + prefix);
+  if (at == std::string::npos) return parse_error(fmt::format("{}: no line 'opgate run <run info JSON>'", f.path));
+  at += text[at] == '\n' ? 1 : 0;
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  const int number = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  const std::string where = fmt::format("{}: line {}", f.path, number);
+  auto info = parse_json_bounded(line.substr(prefix.size() - 1), where);
+  if (!info) return parse_error(fmt::format("{}: expected 'opgate run <run info JSON>'", where));
   f.info = std::move(*info);
-  if (!f.info.is_object()) return parse_error(fmt::format("{}: line 1: expected a JSON object", f.path));
+  if (!f.info.is_object()) return parse_error(fmt::format("{}: expected a JSON object", where));
   return f;
 }
 
@@ -578,32 +608,11 @@ Status ReportWriter::append(const CaseResult& r) {
 
 Status ReportWriter::finish() {
   OPGATE_ASSIGN_OR_RETURN(auto results, read_results(dir_ + "/results.jsonl"));
-  // MISTRUSTED fails the gate with --strict, and then in summary.txt and junit.xml too.
-  const bool strict = run_info_.is_object() && run_info_.value("strict", false);
   VerdictCounts counts{};
-  std::map<std::string, std::vector<const CaseResult*>> by_op;
-  std::string failures;
-  size_t n_failures = 0;
-  for (const auto& r : results) {
-    ++counts[static_cast<size_t>(r.verdict)];
-    by_op[r.op].push_back(&r);
-    if (verdict_fails(r.verdict, strict)) {
-      if (n_failures++ < kSummaryFailures) {
-        failures += fmt::format("{} {}: {}\n    repro: {}\n", verdict_name(r.verdict), printable(r.id),
-                                printable(r.reason), printable(r.repro));
-      }
-    }
-  }
-  if (n_failures > kSummaryFailures) {
-    failures += fmt::format("... and {} more (see results.jsonl)\n", n_failures - kSummaryFailures);
-  }
+  for (const auto& r : results) ++counts[static_cast<size_t>(r.verdict)];
   counts_ = counts;
-  std::string summary = fmt::format("opgate run {}\n", run_info_.dump());
-  summary += failures;
-  summary += standards_summary(results);
-  summary += stage_time_line(results);  // where the run's time went, before the closing counter line
-  summary += counts_line(counts) + "\n";
-  OPGATE_TRY(write_at_atomic(folder_->dir_fd, "summary.txt", summary, dir_ + "/summary.txt"));
+  OPGATE_TRY(write_at_atomic(folder_->dir_fd, "summary.txt", summary_text(run_info_, results, counts),
+                             dir_ + "/summary.txt"));
 
   const std::string xml = render_junit(run_info_, results, utc_timestamp(), host_name());
   OPGATE_TRY(write_at_atomic(folder_->dir_fd, "junit.xml", xml, dir_ + "/junit.xml"));

@@ -36,14 +36,41 @@ SuiteCounts count(const std::vector<const CaseResult*>& rs, bool strict) {
   return c;
 }
 
-// The run settings, one property per top-level run.json field (objects as compact JSON).
+// A run.json value as a plain property value: text as is, numbers and booleans as written, a list
+// of plain values joined by commas (tiers "ci,smoke"); objects are flattened by the caller.
+std::string plain_value(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "";
+  if (!v.is_array()) return v.dump();
+  std::string out;
+  for (const auto& item : v) out += (out.empty() ? "" : ",") + plain_value(item);
+  return out;
+}
+
+// One <property> per leaf of the run settings, objects flattened into dotted names
+// ("backend.backend" = "fault:mfrg.k_major_index"), so CI pages show values, not JSON.
+void add_properties(const std::string& prefix, const nlohmann::json& object, std::string& out) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const std::string name = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it.value().is_object()) {
+      add_properties(name, it.value(), out);
+      continue;
+    }
+    out += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml_escape(name),
+                       xml_escape(plain_value(it.value())));
+  }
+}
+
 std::string properties(const nlohmann::json& run_info) {
   std::string out = "    <properties>\n";
-  for (auto it = run_info.begin(); it != run_info.end(); ++it) {
-    const std::string value = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
-    out += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml_escape(it.key()), xml_escape(value));
-  }
+  add_properties("", run_info, out);
   return out + "    </properties>\n";
+}
+
+// "opgate.<stem>.<tier>": Jenkins reads the part before the last dot as the package, so cases
+// group by operator and then by tier. A case without a tier (given as text) is "opgate.<stem>".
+std::string classname(const CaseResult& r) {
+  return r.tier.empty() ? "opgate." + r.op : fmt::format("opgate.{}.{}", r.op, r.tier);
 }
 
 // What a CI page shows under a red case: the reason, the worst elements, the repro command.
@@ -51,8 +78,8 @@ std::string body(const CaseResult& r) {
   return xml_escape(fmt::format("{}\n{}repro: {}", r.reason, describe_result(r), r.repro));
 }
 
-std::string testcase(const std::string& op, const CaseResult& r, bool strict) {
-  std::string xml = fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\">", xml_escape(op),
+std::string testcase(const CaseResult& r, bool strict) {
+  std::string xml = fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\">", xml_escape(classname(r)),
                                 xml_escape(r.id), r.total_ms / 1000);
   const std::string attrs =
       fmt::format("type=\"{}\" message=\"{}\"", verdict_name(r.verdict), xml_escape(r.reason));
@@ -90,7 +117,7 @@ std::string render_junit(const nlohmann::json& run_info, const std::vector<CaseR
         xml_escape(op), c.tests, c.failures, c.errors, c.skipped, c.seconds, xml_escape(timestamp),
         xml_escape(hostname), id++);
     xml += run_info.is_object() && !run_info.empty() ? properties(run_info) : "";
-    for (const CaseResult* r : rs) xml += testcase(op, *r, strict);
+    for (const CaseResult* r : rs) xml += testcase(*r, strict);
     xml += "  </testsuite>\n";
   }
   return xml + "</testsuites>\n";

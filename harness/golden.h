@@ -23,8 +23,11 @@ constexpr int kOldestGoldenFormat = 1;
 
 std::string golden_case_dir(const std::string& root, const std::string& stem, const std::string& id);
 
-// Computes the case (fill, pack, reference) and writes its golden folder under `root`.
-Status regenerate_golden(const std::string& root, const Case& c, const std::string& harness_version);
+// Computes the case (fill, pack, reference) and writes its golden folder under `root`, unless the
+// folder already holds exactly that (its manifest may name another harness_version): then it is
+// left untouched and `*written` (when given) is false.
+Status regenerate_golden(const std::string& root, const Case& c, const std::string& harness_version,
+                         bool* written = nullptr);
 
 // Deletes the folders under root/<stem> whose case id is not in `keep` (the operator's whole set of
 // golden cases) and returns them. Each is renamed to a hidden name before deletion, so an

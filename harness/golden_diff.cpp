@@ -3,6 +3,7 @@
 #include "harness/golden_diff.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -36,9 +37,54 @@ nlohmann::json tensor_entries(const nlohmann::json& manifest) {
   return nlohmann::json::object();
 }
 
+// Row-major multi-dimensional index of flat element `flat`.
+std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = shape[d] > 0 ? flat % shape[d] : 0;
+    flat = shape[d] > 0 ? flat / shape[d] : 0;
+  }
+  return index;
+}
+
+// How far x -> y moved in steps of `dtype`: ulps at the larger magnitude for a float, the plain
+// difference for an integer; NaN when a value is not finite.
+// `floating`: whether `dtype` (the file's device dtype) is a float.
+double ulp_distance(bool floating, DType dtype, double x, double y) {
+  if (!std::isfinite(x) || !std::isfinite(y)) return std::nan("");
+  if (!floating) return std::fabs(y - x);
+  return std::fabs(y - x) / ulp(dtype, std::max(std::fabs(x), std::fabs(y)));
+}
+
+// The tensor files of `dir` whose bytes no longer match the digest `tensors` records for them.
+std::vector<std::string> corrupted_files(const std::string& dir, const nlohmann::json& tensors) {
+  std::vector<std::string> out;
+  for (auto it = tensors.begin(); it != tensors.end(); ++it) {
+    if (!it.value().is_object() || !it.value().contains("sha256") || !it.value()["sha256"].is_string()) continue;
+    const std::string path = dir + "/" + it.key();
+    auto digest = golden_folder::sha256_file(path, max_case_bytes());
+    if (!digest || *digest != it.value()["sha256"].get<std::string>()) {
+      out.push_back(fmt::format("{}: sha256 differs from manifest.json (file corrupted or edited by hand; "
+                                "`opgate golden regen` rewrites it)", path));
+    }
+  }
+  return out;
+}
+
+// Marks `d` corrupted, naming each file of either folder that disagrees with its manifest's digest.
+bool flag_corruption(GoldenCaseDiff& d, const std::string& old_dir, const nlohmann::json& old_tensors,
+                     const std::string& new_dir, const nlohmann::json& new_tensors) {
+  std::vector<std::string> corrupted = corrupted_files(old_dir, old_tensors);
+  for (auto& note : corrupted_files(new_dir, new_tensors)) corrupted.push_back(std::move(note));
+  if (corrupted.empty()) return false;
+  d.status = "corrupted";
+  d.notes.insert(d.notes.end(), corrupted.begin(), corrupted.end());
+  return true;
+}
+
 // Compares one tensor file present in both cases; the status stays "" when the bits are identical.
 Expected<GoldenTensorDiff> diff_tensor(const std::string& file, const nlohmann::json& entry, const std::string& old_dir,
-                                       const std::string& new_dir) {
+                                       const std::string& new_dir, int64_t max_elements) {
   GoldenTensorDiff t;
   t.file = file;
   t.device_dtype = entry.value("dtype", "");
@@ -57,9 +103,15 @@ Expected<GoldenTensorDiff> diff_tensor(const std::string& file, const nlohmann::
     if (d && is_floating(*d)) device = *d;
   }
   t.tolerance = !golden_folder::tolerance_output(file).empty();
+  const auto parsed = parse_dtype(t.device_dtype);
+  const DType steps = parsed ? *parsed : DType::kF64;
+  const bool floating = parsed && is_floating(steps);
   for (int64_t i = 0; i < a.numel(); ++i) {
     if (a.bits(i) == b.bits(i)) continue;
     ++t.changed;
+    if (!t.tolerance && static_cast<int64_t>(t.first.size()) < max_elements) {
+      t.first.push_back({unravel(i, b.shape()), a.get(i), b.get(i), ulp_distance(floating, steps, a.get(i), b.get(i))});
+    }
     if (t.tolerance) {
       const double x = a.get(i), y = b.get(i);
       (y > x ? t.grew : t.shrank) += y != x ? 1 : 0;
@@ -96,7 +148,7 @@ int64_t GoldenTreeDiff::count(const std::string& status) const {
   return std::count_if(cases.begin(), cases.end(), [&](const GoldenCaseDiff& c) { return c.status == status; });
 }
 
-GoldenCaseDiff diff_golden_case(const std::string& old_dir, const std::string& new_dir) {
+GoldenCaseDiff diff_golden_case(const std::string& old_dir, const std::string& new_dir, int64_t max_elements) {
   GoldenCaseDiff d;
   d.status = "identical";
   auto unreadable = [&](const Status& st) {
@@ -124,6 +176,8 @@ GoldenCaseDiff diff_golden_case(const std::string& old_dir, const std::string& n
     d.notes.push_back(fmt::format("case.json {}: {} -> {}", f.field, f.before, f.after));
   }
   const nlohmann::json old_tensors = tensor_entries(*old_manifest), new_tensors = tensor_entries(*new_manifest);
+  // A file that disagrees with its own manifest is damage, not a change of the reference.
+  if (flag_corruption(d, old_dir, old_tensors, new_dir, new_tensors)) return d;
   std::set<std::string> files;
   for (auto it = old_tensors.begin(); it != old_tensors.end(); ++it) files.insert(it.key());
   for (auto it = new_tensors.begin(); it != new_tensors.end(); ++it) files.insert(it.key());
@@ -136,7 +190,7 @@ GoldenCaseDiff diff_golden_case(const std::string& old_dir, const std::string& n
       d.tensors.push_back(t);
       continue;
     }
-    auto t = diff_tensor(file, new_tensors[file], old_dir, new_dir);
+    auto t = diff_tensor(file, new_tensors[file], old_dir, new_dir, max_elements);
     if (!t) return unreadable(t.status());
     if (!t->status.empty()) d.tensors.push_back(std::move(*t));
   }
@@ -144,7 +198,8 @@ GoldenCaseDiff diff_golden_case(const std::string& old_dir, const std::string& n
   return d;
 }
 
-GoldenTreeDiff diff_golden_trees(const std::string& old_root, const std::string& new_root, const std::string& stem) {
+GoldenTreeDiff diff_golden_trees(const std::string& old_root, const std::string& new_root, const std::string& stem,
+                                 int64_t max_elements) {
   // Keyed by "<op>/<id>", the path below the root.
   std::map<std::string, std::pair<std::string, std::string>> dirs;
   for (const auto& dir : list_golden_dirs(old_root, stem)) dirs[dir.substr(old_root.size() + 1)].first = dir;
@@ -155,7 +210,7 @@ GoldenTreeDiff diff_golden_trees(const std::string& old_root, const std::string&
     if (pair.first.empty() || pair.second.empty()) {
       c.status = pair.first.empty() ? "added" : "removed";
     } else {
-      c = diff_golden_case(pair.first, pair.second);
+      c = diff_golden_case(pair.first, pair.second, max_elements);
     }
     c.op = key.substr(0, key.find('/'));
     c.id = key.substr(key.find('/') + 1);
@@ -181,6 +236,33 @@ std::string tensor_line(const GoldenTensorDiff& t) {
   return fmt::format("    {}: {} of {} elements changed\n", t.file, t.changed, t.elements);
 }
 
+std::string index_text(const std::vector<int64_t>& index) {
+  std::string s;
+  for (const int64_t i : index) s += (s.empty() ? "" : ", ") + std::to_string(i);
+  return "[" + s + "]";
+}
+
+// "0.5", "2", "2560": whole ulps from 100 on (no exponent for a reviewer to decode).
+std::string ulps_text(double ulps) { return ulps >= 100 ? fmt::format("{:.0f}", ulps) : fmt::format("{:.3g}", ulps); }
+
+// "      [1, 2]: 0.5 -> 0.5009765625 (1 ulp of float16)" per listed element, then how many more.
+std::string element_lines(const GoldenTensorDiff& t) {
+  const auto dtype = parse_dtype(t.device_dtype);
+  const bool floating = dtype && is_floating(*dtype);
+  std::string s;
+  for (const GoldenElementChange& e : t.first) {
+    const std::string distance = std::isnan(e.ulps) ? "not finite"
+                                 : floating         ? fmt::format("{} ulp of {}", ulps_text(e.ulps), t.device_dtype)
+                                                    : fmt::format("by {:.17g}", e.ulps);
+    s += fmt::format("      {}: {} -> {} ({})\n", index_text(e.index), e.before, e.after, distance);
+  }
+  if (t.changed > static_cast<int64_t>(t.first.size())) {
+    s += fmt::format("      ... {} more changed element(s) (--max-elements N lists more)\n",
+                     t.changed - static_cast<int64_t>(t.first.size()));
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string golden_diff_text(const GoldenTreeDiff& d, const std::string& old_label, const std::string& new_label) {
@@ -188,21 +270,20 @@ std::string golden_diff_text(const GoldenTreeDiff& d, const std::string& old_lab
     return std::count_if(d.cases.begin(), d.cases.end(), [&](const GoldenCaseDiff& c) { return (c.*changed)(); });
   };
   std::string s = fmt::format("golden diff {} -> {}: {} case(s): {} changed, {} added, {} removed, {} unreadable, "
-                              "{} identical\n",
+                              "{} corrupted, {} identical\n",
                               old_label, new_label, d.cases.size(), d.count("changed"), d.count("added"),
-                              d.count("removed"), d.count("unreadable"), d.count("identical"));
+                              d.count("removed"), d.count("unreadable"), d.count("corrupted"), d.count("identical"));
   s += fmt::format("changed cases: {} with inputs, expected values or care masks changed; {} with tolerance "
                    "magnitudes or slack changed\n",
                    with(&GoldenCaseDiff::values_changed), with(&GoldenCaseDiff::tolerances_changed));
   for (const auto& c : d.cases) {
     if (c.status == "identical") continue;
-    s += fmt::format("{:<10} {}/{}\n", c.status == "unreadable" ? "UNREADABLE" : c.status == "changed" ? "CHANGED"
-                                       : c.status == "added"    ? "ADDED"
-                                                                : "REMOVED",
-                     c.op, c.id);
+    std::string label = c.status;
+    std::transform(label.begin(), label.end(), label.begin(), [](unsigned char ch) { return std::toupper(ch); });
+    s += fmt::format("{:<10} {}/{}\n", label, c.op, c.id);
     for (const auto& n : c.notes) s += fmt::format("    {}\n", n);
     for (const auto& t : c.tensors) {
-      if (!t.tolerance) s += tensor_line(t);
+      if (!t.tolerance) s += tensor_line(t) + element_lines(t);
     }
     if (c.tolerances_changed()) s += "  tolerance (magnitudes and slack; the allowance, not the expected values):\n";
     for (const auto& t : c.tensors) {

@@ -126,10 +126,12 @@ void add_shrink(CLI::App& app, int& exit_code) {
       exit_code = fail(st);
       return;
     }
-    fmt::print("{}: {} -> {} input elements in {} steps, {} runs{}\nfails: {}\n{}\nrepro: opgate repro {} --backend {}\n",
+    // Absolute paths: the line is pasted into another shell, often in another directory.
+    fmt::print("{}: {} -> {} input elements in {} steps, {} runs{}\nfails: {}\n{}\nrepro: {} repro {} --backend {}\n",
                chosen->id, shrunk->elements_before, shrunk->elements_after, shrunk->steps, shrunk->runs,
                shrunk->budget_exhausted ? " (budget exhausted)" : "", shrunk->signature,
-               case_to_json(minimal).dump(), out, o->backend);
+               case_to_json(minimal).dump(), shell_quote(self_exe()), shell_quote(absolute_path(out)),
+               shell_quote(o->backend));
   });
 }
 

@@ -1,6 +1,7 @@
 // `opgate golden regen` and `verify` (golden-format.md); `diff` is in cmd_golden_diff.cpp.
 #include <algorithm>
 #include <map>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -114,9 +115,10 @@ Status write_golden(const RegenPlan& plan, const std::string& out, bool whole_se
   }
   for (const auto& line : plan.skipped) fmt::print("{}\n", line);
   for (const Case* c : plan.todo) {
-    Status st = regenerate_golden(out, *c, harness_version());
+    bool written = false;
+    Status st = regenerate_golden(out, *c, harness_version(), &written);
     if (!st.is_ok()) return st.with_context(case_where(*c));
-    fmt::print("wrote {}\n", golden_case_dir(out, c->op, c->id));
+    fmt::print("{} {}\n", written ? "wrote" : "unchanged", golden_case_dir(out, c->op, c->id));
   }
   if (!whole_sets) return Status::ok();
   for (const auto& [stem, ids] : plan.golden_ids) {
@@ -166,6 +168,27 @@ Expected<VerifyScope> verify_scope(const GoldenOpts& o, const std::string& root,
   }
   std::sort(v.dirs.begin(), v.dirs.end());
   return v;
+}
+
+// --filter: only the folders of the selected cases, and those whose id the regex finds (a case
+// removed from the files is still judged).
+Expected<std::vector<std::string>> filtered_dirs(const std::vector<std::string>& dirs, const std::string& filter,
+                                                 const std::vector<Case>& current) {
+  if (filter.empty()) return dirs;
+  std::regex re;
+  try {
+    re = std::regex(filter);
+  } catch (const std::regex_error& e) {
+    return parse_error(fmt::format("--filter '{}': not a regular expression ({})", filter, e.what()));
+  }
+  std::set<std::string> ids;
+  for (const auto& c : current) ids.insert(c.id);
+  std::vector<std::string> kept;
+  for (const auto& dir : dirs) {
+    const std::string id = golden_folder::last_part(dir);
+    if (ids.count(id) || std::regex_search(id, re)) kept.push_back(dir);
+  }
+  return kept;
 }
 
 // Every case golden files are made from must have its folder: `run --against golden` refuses a
@@ -229,6 +252,9 @@ int verify(const GoldenOpts& o) {
   }
   auto scope = verify_scope(o, root, *current);
   if (!scope) return fail(scope.status());
+  auto dirs = filtered_dirs(scope->dirs, o.sel.filter, *current);
+  if (!dirs) return fail(dirs.status());
+  scope->dirs = std::move(*dirs);
   const std::vector<std::string> missing = missing_folders(o, root, *scope, *current);
   const std::vector<std::string> leftovers = leftover_lines(root, scope->stems);
   if (scope->dirs.empty() && missing.empty() && leftovers.empty()) {
@@ -261,6 +287,7 @@ void add_golden(CLI::App& app, int& exit_code) {
 
   auto* verify_cmd = golden->add_subcommand("verify", "Recompute every golden case and diagnose differences");
   verify_cmd->add_option("--op", o->sel.ops, "Operator(s) (default: all)");
+  verify_cmd->add_option("--filter", o->sel.filter, "Regex on case id or tag: verify only those folders");
   verify_cmd->add_option("--out", o->out, "Golden root (default <root>/golden)");
   verify_cmd->add_option("--cases", o->sel.files,
                          "Case file(s) the folders were made from (default: smoke and regression)");

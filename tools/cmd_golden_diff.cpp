@@ -63,6 +63,7 @@ void add_golden_diff(CLI::App* golden, int& exit_code) {
   struct Opts {
     std::vector<std::string> ops;
     std::string root, out;
+    int64_t max_elements = kDiffElements;
   };
   auto o = std::make_shared<Opts>();
   auto old_root = std::make_shared<std::string>();
@@ -72,6 +73,8 @@ void add_golden_diff(CLI::App* golden, int& exit_code) {
   diff->add_option("--op", o->ops, "Operator(s) (default: all)");
   diff->add_option("--out", o->out, "The golden root after the change (default <root>/golden)");
   diff->add_option("--root", o->root, "Repository root");
+  diff->add_option("--max-elements", o->max_elements, "Changed elements listed per tensor (then counts)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
   diff->callback([o, old_root, rev, &exit_code] {
     const std::string root = repo_root(o->root);
     const std::string now = o->out.empty() ? root + "/golden" : o->out;
@@ -108,7 +111,7 @@ void add_golden_diff(CLI::App* golden, int& exit_code) {
       }
     }
     for (const auto& stem : stems) {
-      GoldenTreeDiff d = diff_golden_trees(before, now, stem);
+      GoldenTreeDiff d = diff_golden_trees(before, now, stem, o->max_elements);
       total.cases.insert(total.cases.end(), d.cases.begin(), d.cases.end());
     }
     if (total.cases.empty()) {

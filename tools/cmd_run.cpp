@@ -2,6 +2,7 @@
 // (one case with maximal detail).
 #include <sys/stat.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -25,6 +27,7 @@
 #include "history/history_record.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
+#include "tools/run_console.h"
 #include "tools/run_parallel.h"
 #include "tools/run_progress.h"
 
@@ -38,6 +41,9 @@ struct RunFlags {
   std::string standard = "bound";  // --standard: what gates the floating outputs
   double timeout_s = 600;
   bool no_isolate = false, resume = false, strict = false, quiet = false;
+  bool verbose = false;                     // -v: passing lines name each output's check
+  ColorMode color = ColorMode::kAuto;       // --color
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  // for the totals line
   bool overwrite = false;  // --overwrite: an --out holding a previous report is removed first
   bool extreme_fills = false;  // --generate: each case gets one extreme per-tensor fill
   int64_t generate = 0;  // > 0: run this many freshly generated cases per operator
@@ -110,16 +116,6 @@ std::string default_out_dir(const std::string& root, const std::string& backend,
   std::string safe_backend = backend;
   for (char& ch : safe_backend) ch = (ch == ':' || ch == '/') ? '-' : ch;
   return fmt::format("{}/reports/{}_{}_{}", root, stamp, safe_backend, label);
-}
-
-std::string headline(const CaseResult& r) {
-  std::string s;
-  for (const auto& o : r.outputs) {
-    const CompareResult& c = o.compare;
-    if (c.standard == "undefined") continue;
-    s += fmt::format("{}{} {} ulp<={}", s.empty() ? "" : ", ", c.name, c.standard, number_text(c.metrics.max_ulp));
-  }
-  return s;
 }
 
 // Freshly generated cases of the selected operators (`run --generate N`), filtered and sharded
@@ -293,21 +289,20 @@ nlohmann::json run_info(const RunFlags& f, const Backend& backend, size_t cases,
   return info;
 }
 
-// One result on the terminal: the verdict line, and for failures the worst elements and the repro.
-std::string result_text(const CaseResult& r, size_t n, size_t total) {
-  std::string s = fmt::format("[{:>4}/{}] {:<15} {:<48} {:>9.1f} ms  {}\n", n, total, verdict_name(r.verdict), r.id,
-                              r.total_ms,
-                              verdict_fails(r.verdict, true) || r.verdict != Verdict::kPassed ? r.reason : headline(r));
-  if (verdict_fails(r.verdict, true)) s += fmt::format("{}    repro: {}\n", describe_result(r), r.repro);
-  for (const auto& w : r.warnings) s += fmt::format("    warning: {}\n", w);
-  return s;
+// How the terminal shows this run: colour by --color and the environment, -v, --strict.
+ConsoleStyle console_style(const RunFlags& f) {
+  ConsoleStyle style;
+  style.color = color_enabled_for_this_process(f.color);
+  style.verbose = f.verbose;
+  style.strict = f.strict;
+  return style;
 }
 
 // One finished case, serial or parallel alike: printed (above the progress line), appended to the
 // report, recorded into the history, and counted towards --max-failures.
 Status take_result(const CaseResult& r, size_t n, size_t total, const RunFlags& f, ReportWriter& writer,
                    Progress& progress, int& failures) {
-  if (!f.quiet || verdict_fails(r.verdict, true)) progress.print(result_text(r, n, total));
+  if (!f.quiet || verdict_fails(r.verdict, true)) progress.print(case_text(r, n, total, console_style(f)));
   OPGATE_TRY(writer.append(r));
   if (f.history_run) OPGATE_TRY(f.history_run->record(r));
   failures += verdict_fails(r.verdict, f.strict) ? 1 : 0;
@@ -395,7 +390,11 @@ Status run_all(const std::vector<PreparedCase>& cases, const std::vector<Backend
 // The exit code once the reports are written: the stop signal's, the gate's, or the baseline's.
 int conclude(const RunFlags& f, const ReportWriter& writer, size_t cases, const std::vector<CaseResult>& baseline,
              const BaselineScope& scope, bool stopped_at_max_failures) {
-  say(fmt::format("{}\nreport: {}\n", counts_line(writer.counts()), writer.dir()));
+  auto current = read_results(writer.dir() + "/results.jsonl");  // resumed cases too: the list names every failure
+  if (!current) return fail(current.status());
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - f.started).count();
+  say(failed_list(*current, console_style(f)) + totals_line(writer.counts(), wall_s, console_style(f)) +
+      fmt::format("report: {}\n", writer.dir()));
   if (stopped_at_max_failures) {
     say(fmt::format("stopped after {} failing case(s) (--max-failures {}): {} of {} cases ran; the rest with: {}\n",
                     f.max_failures, f.max_failures, writer.done_ids().size(), cases, resume_command(f, writer.dir())));
@@ -410,8 +409,6 @@ int conclude(const RunFlags& f, const ReportWriter& writer, size_t cases, const 
   // With --history, report.html gains the trend of each failing output over the recorded runs.
   std::optional<std::vector<BudgetTrend>> trends;
   if (f.history_run) {
-    auto current = read_results(writer.dir() + "/results.jsonl");
-    if (!current) return fail(current.status());
     auto t = history_trends(f.history, *current);
     if (!t) return fail(t.status());
     trends = std::move(*t);
@@ -719,6 +716,10 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-isolate", f->no_isolate, "Run cases in this process (for debuggers)");
   cmd->add_flag("--strict", f->strict, "MISTRUSTED cases fail the gate");
   cmd->add_flag("-q,--quiet", f->quiet, "Print failures only");
+  cmd->add_flag("-v,--verbose", f->verbose, "Passing lines name each output's check; failures show more elements");
+  cmd->add_option("--color", f->color, "Colour: auto (a terminal without NO_COLOR or CI), always, never")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, ColorMode>{
+          {"auto", ColorMode::kAuto}, {"always", ColorMode::kAlways}, {"never", ColorMode::kNever}}));
   cmd->add_option("--max-failures", f->max_failures, "Stop after N failing cases (the reports hold what ran)")
       ->check(CLI::Range(1, 1000000));
   cmd->add_flag_callback("-x", [f] { f->max_failures = 1; }, "Stop at the first failing case (--max-failures 1)");
@@ -746,6 +747,7 @@ void add_run(CLI::App& app, int& exit_code) {
       ->needs(history);
   add_common(cmd, *f);
   cmd->callback([f, cmd, &exit_code] {
+    f->started = std::chrono::steady_clock::now();
     exit_code = run_cases(*f, *cmd);
     // A run that ends (finished, refused, or stopped by SIGINT/SIGTERM) records its exit code.
     if (f->history_run) {

@@ -17,17 +17,29 @@ export ASCEND_OPP_PATH="$CANN/opp"
 
 ok() { passes=$((passes + 1)); }
 bad() { echo "FAIL: $*"; failures=$((failures + 1)); }
-# opgate_in <env assignments...> -- <opgate args...>: runs opgate; stdout+stderr in $WORK/out.txt.
+# opgate_in <env assignments...> -- <opgate args...>: runs opgate; stdout+stderr in $WORK/out.txt,
+# its --out folder (if any) in $LAST_OUT.
 opgate_in() {
   local envs=()
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
+  LAST_OUT=""
+  local prev=""
+  for a in "$@"; do [ "$prev" = --out ] && LAST_OUT="$a"; prev="$a"; done
   env "${envs[@]}" "$OPGATE" "$@" >"$WORK/out.txt" 2>&1
+}
+LAST_OUT=""
+# What the last run said: its output, and the counter line its summary.txt ends with (the
+# terminal ends with the totals line "3 passed in 0.4 s").
+said() {
+  cat "$WORK/out.txt"
+  if [ -n "$LAST_OUT" ] && [ -f "$LAST_OUT/summary.txt" ]; then tail -1 "$LAST_OUT/summary.txt"; fi
 }
 # expect <exit code> <regex> <description>: checks the last opgate_in.
 expect() {
   local got="$1" want="$2" pattern="$3" what="$4"
-  if [ "$got" -ne "$want" ] || ! grep -qE -- "$pattern" "$WORK/out.txt"; then
+  said >"$WORK/said.txt"  # not a pipe: grep -q would end `said` early, and pipefail count that
+  if [ "$got" -ne "$want" ] || ! grep -qE -- "$pattern" "$WORK/said.txt"; then
     bad "$what: exit $got (want $want), output lacks /$pattern/:"; sed 's/^/    /' "$WORK/out.txt" | head -20
   else
     ok

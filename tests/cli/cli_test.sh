@@ -180,13 +180,18 @@ rm -rf "$WORK/golden_new"; cp -r "$WORK/golden" "$WORK/golden_new"
 "$OPGATE" golden diff "$WORK/golden" --out "$WORK/golden_new" >"$WORK/gdiff_same.txt" 2>&1
 check "golden diff of identical trees exits 0" test $? -eq 0
 check "golden diff counts identical cases" grep -q "0 changed, 0 added, 0 removed, 0 unreadable" "$WORK/gdiff_same.txt"
-# Nudge the last expected gradScalesOut value by 2^-30 relative (invisible in float16).
-python3 - "$WORK/golden_new/$OP/mfrg.scales_dropless.f16.001/expected/gradScalesOut.npy" <<'P'
-import struct, sys
-b = bytearray(open(sys.argv[1], "rb").read())
+# Nudge the last expected gradScalesOut value by 2^-30 relative (invisible in float16), and record
+# its digest as a regen would (a file that disagrees with its manifest is corruption, not a change).
+python3 - "$WORK/golden_new/$OP/mfrg.scales_dropless.f16.001" <<'P'
+import hashlib, json, struct, sys
+d = sys.argv[1]; f = d + "/expected/gradScalesOut.npy"
+b = bytearray(open(f, "rb").read())
 v = struct.unpack_from("<d", b, len(b) - 8)[0]
 struct.pack_into("<d", b, len(b) - 8, v * (1 + 2**-30) if v != 0 else 2**-40)
-open(sys.argv[1], "wb").write(bytes(b))
+open(f, "wb").write(bytes(b))
+m = json.load(open(d + "/manifest.json"))
+m["tensors"]["expected/gradScalesOut.npy"]["sha256"] = hashlib.sha256(bytes(b)).hexdigest()
+json.dump(m, open(d + "/manifest.json", "w"), indent=2)
 P
 rm -rf "$WORK/golden_new/$OP/mfrg.copy_no_scales.f32.001"
 "$OPGATE" golden diff "$WORK/golden" --out "$WORK/golden_new" >"$WORK/gdiff.txt" 2>&1
@@ -215,12 +220,13 @@ check "run --generate ran 200 cases per operator" grep -q "^cases:$((200 * $("$O
 cat >"$WORK/big.json" <<'J'
 {"op": "moe_finalize_routing_v2_grad", "cases": [{"id": "mfrg.big.bf16", "params": {"dtype": "bfloat16", "R": 64, "K": 8, "H": 1029, "scales": true, "bias": true, "dropPadMode": 1, "expertNum": 16, "expertCapacity": 40, "skew": 0.3}, "seed": 3, "fill": "realistic"}]}
 J
-"$OPGATE" shrink "$WORK/big.json" --backend fault:mfrg.last_block_dropped --out "$WORK/min.json" >"$WORK/shrink.txt" 2>&1
+# A relative --out: the repro line still names the file (and the binary) by absolute path.
+(cd "$WORK" && "$OPGATE" shrink big.json --backend fault:mfrg.last_block_dropped --out min.json >shrink.txt 2>&1)
 check "shrink exits 0" test $? -eq 0
 check "shrunk case is at most a few elements wide" python3 -c "
 import json; p = json.load(open('$WORK/min.json'))['cases'][0]['params']
 assert p['R'] * p['K'] * p['H'] <= 8, p"
-check "shrink prints a repro command" grep -q "^repro: opgate repro $WORK/min.json --backend fault:mfrg.last_block_dropped" "$WORK/shrink.txt"
+check "shrink prints an absolute repro command" grep -qx "repro: $OPGATE repro $WORK/min.json --backend fault:mfrg.last_block_dropped" "$WORK/shrink.txt"
 "$OPGATE" repro "$WORK/min.json" --backend fault:mfrg.last_block_dropped >/dev/null 2>&1
 check "the shrunk case reproduces the failure" test $? -eq 1
 "$OPGATE" repro "$WORK/min.json" --backend emu >/dev/null 2>&1

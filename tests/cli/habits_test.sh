@@ -120,7 +120,7 @@ sys.exit(not (d['root'] == '$PREFIX/share/opgate' and d['cases'] and
 PATH="$PREFIX/bin:$PATH" opgate run --op mfrg --tier smoke --against golden --out "$WORK/elsewhere/r" -q >"$WORK/inst_run.txt" 2>&1
 check "the installed opgate runs the smoke tier against the installed golden files" test $? -eq 0
 n_smoke=$(python3 -c "import json; print(len(json.load(open('$SRC/cases/moe_finalize_routing_v2_grad/smoke.json'))['cases']))")
-check "... every smoke case" grep -q "^cases:$n_smoke passed:$n_smoke " "$WORK/inst_run.txt"
+check "... every smoke case" grep -q "^cases:$n_smoke passed:$n_smoke " "$WORK/elsewhere/r/summary.txt"
 PATH="$PREFIX/bin:$PATH" opgate golden verify --op mfrg >"$WORK/inst_verify.txt" 2>&1
 check "the installed golden files verify" test $? -eq 0
 check "nothing but the report was written where it ran" test "$(ls "$WORK/elsewhere")" = "r"

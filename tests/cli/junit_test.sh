@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # junit.xml as CI tools read it: valid against tests/cli/junit.xsd (the constraints of Jenkins'
 # JUnit schema) with xmllint; counts that match results.jsonl; <failure> for a wrong kernel,
-# <error> for an infrastructure verdict; the run settings as <properties>; a failure body with the
-# worst elements and the repro; MISTRUSTED red in junit.xml and summary.txt exactly when --strict
-# makes it fail the gate. Usage: junit_test.sh <opgate binary> <source dir> <scratch dir>
+# <error> for an infrastructure verdict; the run settings as <properties> with plain values;
+# classnames opgate.<stem>.<tier>; a failure body with the worst elements and the repro; MISTRUSTED
+# red in junit.xml and summary.txt exactly when --strict makes it fail the gate.
+# Usage: junit_test.sh <opgate binary> <source dir> <scratch dir>
 source "$(dirname "$0")/lib.sh" "$@"
 XSD="$SRC/tests/cli/junit.xsd"
 command -v xmllint >/dev/null || { echo "FAIL: xmllint missing (tools/setup.sh installs libxml2-utils)"; exit 1; }
@@ -28,9 +29,15 @@ check "fault run: no errors" test "$(attr "$WORK/fault/junit.xml" testsuite erro
 check "fault run: totals on <testsuites>" test "$(attr "$WORK/fault/junit.xml" testsuites failures)" = "$failed"
 check "fault run: a timestamp" grep -qE 'timestamp="[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}"' "$WORK/fault/junit.xml"
 check "fault run: the host" grep -q "hostname=\"$(hostname)\"" "$WORK/fault/junit.xml"
-check "fault run: the backend as a property" grep -q '<property name="backend" value=' "$WORK/fault/junit.xml"
-check "fault run: one classname per operator" \
-  test "$(grep -o 'classname="[^"]*"' "$WORK/fault/junit.xml" | sort -u)" = 'classname="moe_finalize_routing_v2_grad"'
+check "fault run: the backend as a plain property" \
+  grep -q '<property name="backend.backend" value="fault:mfrg.scale_not_applied"/>' "$WORK/fault/junit.xml"
+check "fault run: the tiers as a plain property" grep -q '<property name="selection.tiers" value="ci"/>' "$WORK/fault/junit.xml"
+check "fault run: no property value is JSON" python3 -c "
+import sys, xml.etree.ElementTree as ET
+values = [p.get('value') for p in ET.parse(sys.argv[1]).getroot().iter('property')]
+sys.exit(0 if values and not any(v.startswith(('{', '[', '\"')) for v in values) else 1)" "$WORK/fault/junit.xml"
+check "fault run: classname opgate.<stem>.<tier> (Jenkins: package opgate.<stem>, class <tier>)" \
+  test "$(grep -o 'classname="[^"]*"' "$WORK/fault/junit.xml" | sort -u)" = 'classname="opgate.moe_finalize_routing_v2_grad.ci"'
 check "fault run: a failure's body holds the worst elements and the repro" \
   python3 -c "
 import sys, xml.etree.ElementTree as ET

@@ -18,7 +18,7 @@ check "in-process: summary.txt written" test -s "$WORK/inproc/summary.txt"
 limited run --cases "$CASES" --threads 4096 -j 2 --out "$WORK/isolated" -q >"$WORK/isolated.txt" 2>&1
 rc=$?
 check "case children, --threads 4096 under ulimit -v 2 GB: exit 0 (got $rc): $(tail -2 "$WORK/isolated.txt")" test "$rc" -eq 0
-check "case children: nothing CRASHED" grep -q ' crashed:0$' "$WORK/isolated.txt"
+check "case children: nothing CRASHED" grep -q ' crashed:0$' "$WORK/isolated/summary.txt"
 
 echo "limits: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]

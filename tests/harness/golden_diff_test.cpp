@@ -10,6 +10,7 @@
 
 #include "core/npy.h"
 #include "core/tensor.h"
+#include "harness/golden_folder.h"
 
 namespace opgate {
 namespace {
@@ -77,6 +78,11 @@ TEST_F(GoldenDiff, a_change_away_from_zero_is_measured_at_the_new_value) {
   const GoldenCaseDiff d = diff_golden_case(a, b);
   ASSERT_EQ(d.tensors.size(), 1u);
   EXPECT_DOUBLE_EQ(d.tensors[0].max_ulps, 1152.0);
+  GoldenTreeDiff tree;
+  tree.cases.push_back(d);
+  // Whole ulps, without an exponent to decode.
+  EXPECT_NE(golden_diff_text(tree, "a", "b").find("      [0]: 0 -> 72 (1152 ulp of float16)\n"), std::string::npos)
+      << golden_diff_text(tree, "a", "b");
 }
 
 TEST_F(GoldenDiff, integer_inputs_count_changed_elements) {
@@ -161,12 +167,92 @@ TEST_F(GoldenDiff, trees_report_added_removed_and_unreadable_cases) {
   EXPECT_EQ(d.count("added"), 1);
   EXPECT_EQ(d.count("unreadable"), 1);
   const std::string text = golden_diff_text(d, "before", "after");
-  EXPECT_NE(text.find("golden diff before -> after: 4 case(s): 0 changed, 1 added, 1 removed, 1 unreadable, 1 identical"),
+  EXPECT_NE(text.find("golden diff before -> after: 4 case(s): 0 changed, 1 added, 1 removed, 1 unreadable, 0 corrupted, "
+                      "1 identical"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("REMOVED    op_a/gone"), std::string::npos) << text;
   EXPECT_NE(text.find("ADDED      op_a/fresh"), std::string::npos) << text;
   EXPECT_NE(text.find("manifest.json: malformed JSON"), std::string::npos) << text;
+}
+
+// The float16 expected values of a case, as a 2 x 3 tensor (the manifest keeps its 1-D entry: the
+// diff reads shapes from the files).
+void write_2x3(const std::string& dir, const std::vector<double>& y) {
+  EXPECT_TRUE(write_npy(dir + "/expected/y.npy", Tensor::from_values(DType::kF64, {2, 3}, y)).is_ok());
+}
+
+TEST_F(GoldenDiff, lists_changed_elements_by_index_with_old_new_and_ulps) {
+  const auto a = make_case("old", "c", {});
+  const auto b = make_case("new", "c", {});
+  write_2x3(a, {1, 2, 3, 4, 5, 6});
+  // [0, 1]: 2 -> 2 + 2^-9, one float16 ulp on [2, 4); [1, 2]: 6 -> 6 + 2^-7, two ulps of 2^-8 on [4, 8).
+  write_2x3(b, {1, 2 + 0x1p-9, 3, 4, 5, 6 + 0x1p-7});
+  const GoldenCaseDiff d = diff_golden_case(a, b);
+  ASSERT_EQ(d.tensors.size(), 1u);
+  const auto& first = d.tensors[0].first;
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].index, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(first[0].before, 2.0);
+  EXPECT_EQ(first[0].after, 2.001953125);
+  EXPECT_DOUBLE_EQ(first[0].ulps, 1.0);
+  EXPECT_EQ(first[1].index, (std::vector<int64_t>{1, 2}));
+  EXPECT_DOUBLE_EQ(first[1].ulps, 2.0);
+  GoldenTreeDiff tree;
+  tree.cases.push_back(d);
+  const std::string text = golden_diff_text(tree, "a", "b");
+  EXPECT_NE(text.find("      [0, 1]: 2 -> 2.001953125 (1 ulp of float16)\n"
+                      "      [1, 2]: 6 -> 6.0078125 (2 ulp of float16)\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST_F(GoldenDiff, lists_the_first_n_then_counts_the_rest) {
+  const auto a = make_case("old", "c", {1, 2, 3, 4});
+  const auto b = make_case("new", "c", {9, 2, 9, 9});
+  const GoldenCaseDiff d = diff_golden_case(a, b, 1);
+  ASSERT_EQ(d.tensors.size(), 1u);
+  ASSERT_EQ(d.tensors[0].first.size(), 1u);
+  EXPECT_EQ(d.tensors[0].first[0].index, std::vector<int64_t>{0});
+  GoldenTreeDiff tree;
+  tree.cases.push_back(d);
+  EXPECT_NE(golden_diff_text(tree, "a", "b").find("      ... 2 more changed element(s)"), std::string::npos);
+}
+
+TEST_F(GoldenDiff, an_integer_change_is_its_difference) {
+  const auto a = make_case("old", "c", {1}, {1, 2, 3});
+  const auto b = make_case("new", "c", {1}, {1, 7, 3});
+  GoldenTreeDiff tree;
+  tree.cases.push_back(diff_golden_case(a, b));
+  EXPECT_NE(golden_diff_text(tree, "a", "b").find("      [1]: 2 -> 7 (by 5)\n"), std::string::npos)
+      << golden_diff_text(tree, "a", "b");
+}
+
+TEST_F(GoldenDiff, a_file_that_no_longer_matches_its_digest_is_corruption_not_a_change) {
+  const auto a = make_case("old", "c", {1, 2});
+  const auto b = make_case("new", "c", {1, 2});
+  // Both manifests record the digest of the values as regenerated.
+  const std::string digest = *golden_folder::sha256_file(a + "/expected/y.npy", 1 << 20);
+  for (const auto& dir : {a, b}) {
+    nlohmann::json m = nlohmann::json::parse(std::ifstream(dir + "/manifest.json"));
+    m["tensors"]["expected/y.npy"]["sha256"] = digest;
+    std::ofstream(dir + "/manifest.json") << m.dump();
+  }
+  EXPECT_EQ(diff_golden_case(a, b).status, "identical");
+  // A hand edit of the new values without a regen: the manifest still names the old digest.
+  EXPECT_TRUE(write_npy(b + "/expected/y.npy", Tensor::from_values(DType::kF64, {2}, {1, 3})).is_ok());
+  const GoldenCaseDiff d = diff_golden_case(a, b);
+  EXPECT_EQ(d.status, "corrupted");
+  EXPECT_TRUE(d.tensors.empty());
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_EQ(d.notes[0].rfind(b + "/expected/y.npy: sha256 differs from manifest.json", 0), 0u) << d.notes[0];
+  GoldenTreeDiff tree;
+  tree.cases.push_back(d);
+  tree.cases[0].op = "op_a";
+  tree.cases[0].id = "c";
+  const std::string text = golden_diff_text(tree, "a", "b");
+  EXPECT_NE(text.find("0 changed, 0 added, 0 removed, 0 unreadable, 1 corrupted"), std::string::npos) << text;
+  EXPECT_NE(text.find("CORRUPTED  op_a/c\n"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -1,0 +1,48 @@
+// junit.xml as Jenkins groups it (issue 24): classname "opgate.<stem>.<tier>", and the run settings
+// as plain property values, objects flattened to dotted names. (Schema validity end to end:
+// tests/cli/junit_test.sh.)
+#include "core/report_junit.h"
+
+#include <gtest/gtest.h>
+
+namespace opgate {
+namespace {
+
+CaseResult result(const std::string& id, const std::string& op, const std::string& tier) {
+  CaseResult r;
+  r.id = id;
+  r.op = op;
+  r.tier = tier;
+  return r;
+}
+
+bool has(const std::string& xml, const std::string& text) { return xml.find(text) != std::string::npos; }
+
+TEST(Junit, classname_is_opgate_stem_tier) {
+  const std::string xml = render_junit(nlohmann::json::object(),
+                                       {result("mffn.a.001", "moe_ffn", "ci"), result("mffn.b.001", "moe_ffn", "smoke"),
+                                        result("mffn.c.001", "moe_ffn", "")},
+                                       "2026-01-01T00:00:00", "host");
+  EXPECT_TRUE(has(xml, "<testcase classname=\"opgate.moe_ffn.ci\" name=\"mffn.a.001\"")) << xml;
+  EXPECT_TRUE(has(xml, "<testcase classname=\"opgate.moe_ffn.smoke\" name=\"mffn.b.001\"")) << xml;
+  EXPECT_TRUE(has(xml, "<testcase classname=\"opgate.moe_ffn\" name=\"mffn.c.001\"")) << xml;
+}
+
+TEST(Junit, properties_are_plain_values) {
+  const nlohmann::json info{{"backend", {{"backend", "fault:x.y"}, {"device", "CPU"}}},
+                            {"repeat", 1},
+                            {"strict", false},
+                            {"selection", {{"tiers", {"ci", "smoke"}}, {"filter", ""}}}};
+  const std::string xml = render_junit(info, {result("a.b.001", "op", "ci")}, "2026-01-01T00:00:00", "host");
+  EXPECT_TRUE(has(xml, "<property name=\"backend.backend\" value=\"fault:x.y\"/>")) << xml;
+  EXPECT_TRUE(has(xml, "<property name=\"backend.device\" value=\"CPU\"/>")) << xml;
+  EXPECT_TRUE(has(xml, "<property name=\"repeat\" value=\"1\"/>")) << xml;
+  EXPECT_TRUE(has(xml, "<property name=\"strict\" value=\"false\"/>")) << xml;
+  EXPECT_TRUE(has(xml, "<property name=\"selection.tiers\" value=\"ci,smoke\"/>")) << xml;
+  EXPECT_TRUE(has(xml, "<property name=\"selection.filter\" value=\"\"/>")) << xml;
+  EXPECT_FALSE(has(xml, "{")) << xml;   // no JSON object in any value
+  EXPECT_FALSE(has(xml, "&quot;")) << xml;  // nor a quoted JSON string
+}
+
+}  // namespace
+}  // namespace opgate
