@@ -25,7 +25,8 @@ std::map<std::pair<std::string, std::string>, OutputStandards> tally_standards(c
       if (s.gate.find(c.standard) == std::string::npos) s.gate += (s.gate.empty() ? "" : "/") + c.standard;
       count(s.gated, true, c.passed);
       for (const StandardResult& st : c.standards) count(s.standards[st.name], st.verdict.applies, st.verdict.passed);
-      if (c.kind == CheckKind::kTolerance && c.metrics.compared > 0) {
+      // Bits of a mantissa: integer outputs (quantised) have none to keep.
+      if (c.kind == CheckKind::kTolerance && c.metrics.compared > 0 && is_floating(o.plan.device_dtype)) {
         s.fewest_bits = std::min(s.fewest_bits, c.metrics.effective_bits);
         s.has_bits = true;
       }
