@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/markup.h"
+#include "core/report_standards.h"
 #include "core/result_text.h"
 
 namespace opgate {
@@ -61,10 +62,24 @@ void add_properties(const std::string& prefix, const nlohmann::json& object, std
   }
 }
 
-std::string properties(const nlohmann::json& run_info) {
-  std::string out = "    <properties>\n";
-  add_properties("", run_info, out);
-  return out + "    </properties>\n";
+// The run settings, then each output of the suite's operator under its gate and Ascend's standards
+// ("standards.attentionOut.ascend-v0.3" = "43 passed, 18 n/a"; core/report_standards.h).
+std::string properties(const nlohmann::json& run_info, const std::vector<const CaseResult*>& rs) {
+  std::string out;
+  if (run_info.is_object()) add_properties("", run_info, out);
+  for (const auto& [key, s] : tally_standards(rs)) {
+    auto add = [&](const std::string& name, const StandardTally& t) {
+      out += fmt::format("      <property name=\"standards.{}.{}\" value=\"{}\"/>\n", xml_escape(key.second),
+                         xml_escape(name), xml_escape(tally_text(t)));
+    };
+    add("gate", s.gated);
+    for (const auto& [name, t] : s.standards) add(name, t);
+    if (s.has_bits) {
+      out += fmt::format("      <property name=\"standards.{}.effective_bits\" value=\"{:.1f}\"/>\n",
+                         xml_escape(key.second), s.fewest_bits);
+    }
+  }
+  return out.empty() ? "" : "    <properties>\n" + out + "    </properties>\n";
 }
 
 // "opgate.<stem>.<tier>": Jenkins reads the part before the last dot as the package, so cases
@@ -116,7 +131,7 @@ std::string render_junit(const nlohmann::json& run_info, const std::vector<CaseR
         "timestamp=\"{}\" hostname=\"{}\" id=\"{}\" package=\"opgate\">\n",
         xml_escape(op), c.tests, c.failures, c.errors, c.skipped, c.seconds, xml_escape(timestamp),
         xml_escape(hostname), id++);
-    xml += run_info.is_object() && !run_info.empty() ? properties(run_info) : "";
+    xml += properties(run_info, rs);
     for (const CaseResult* r : rs) xml += testcase(*r, strict);
     xml += "  </testsuite>\n";
   }

@@ -16,8 +16,17 @@ void count(StandardTally& t, bool applies, bool passed) {
 }  // namespace
 
 std::map<std::pair<std::string, std::string>, OutputStandards> tally_standards(const std::vector<CaseResult>& results) {
+  std::vector<const CaseResult*> all;
+  all.reserve(results.size());
+  for (const CaseResult& r : results) all.push_back(&r);
+  return tally_standards(all);
+}
+
+std::map<std::pair<std::string, std::string>, OutputStandards> tally_standards(
+    const std::vector<const CaseResult*>& results) {
   std::map<std::pair<std::string, std::string>, OutputStandards> out;
-  for (const CaseResult& r : results) {
+  for (const CaseResult* rp : results) {
+    const CaseResult& r = *rp;
     for (const OutputResult& o : r.outputs) {
       const CompareResult& c = o.compare;
       if (c.kind == CheckKind::kUndefined) continue;

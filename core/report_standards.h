@@ -27,6 +27,8 @@ struct OutputStandards {
 
 // Keyed by (operator stem, output name). Cases without compared outputs contribute nothing.
 std::map<std::pair<std::string, std::string>, OutputStandards> tally_standards(const std::vector<CaseResult>& results);
+std::map<std::pair<std::string, std::string>, OutputStandards> tally_standards(
+    const std::vector<const CaseResult*>& results);
 
 // "12 passed, 0 failed, 3 n/a" without the zero parts, or "-" when nothing was judged.
 std::string tally_text(const StandardTally& t);

@@ -44,5 +44,24 @@ TEST(Junit, properties_are_plain_values) {
   EXPECT_FALSE(has(xml, "&quot;")) << xml;  // nor a quoted JSON string
 }
 
+// Two cases of one operator: output y passes bound in both, fails ascend-v0.3 in one and is not
+// judged by it in the other.
+TEST(Junit, each_suite_counts_its_outputs_under_the_standards) {
+  auto with_y = [](const std::string& id, bool applies, bool passed) {
+    CaseResult r = result(id, "moe_ffn", "ci");
+    OutputResult y;
+    y.compare.name = "y";
+    y.compare.kind = CheckKind::kTolerance;
+    y.compare.standard = "bound";
+    y.compare.standards = {{"ascend-v0.3", {applies, passed, ""}}};
+    r.outputs = {y};
+    return r;
+  };
+  const std::string xml = render_junit(nlohmann::json::object(), {with_y("a", true, false), with_y("b", false, true)},
+                                       "2026-01-01T00:00:00", "host");
+  EXPECT_TRUE(has(xml, "<property name=\"standards.y.gate\" value=\"2 passed\"/>")) << xml;
+  EXPECT_TRUE(has(xml, "<property name=\"standards.y.ascend-v0.3\" value=\"1 failed, 1 n/a\"/>")) << xml;
+}
+
 }  // namespace
 }  // namespace opgate
