@@ -23,4 +23,18 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
+std::string printable(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (ch == '\n' || ch == '\r' || ch == '\t') {
+      out += ' ';
+    } else if (byte >= 0x20 && byte != 0x7f) {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 }  // namespace opgate

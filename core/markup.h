@@ -9,4 +9,8 @@ namespace opgate {
 // even escaped, as '?'.
 std::string xml_escape(const std::string& s);
 
+// One line of text for a terminal or summary.txt, which people `cat`: a line break or tab becomes
+// a space and other control bytes (ESC sequences that recolour or clear a terminal, NUL) are dropped.
+std::string printable(const std::string& text);
+
 }  // namespace opgate

@@ -49,21 +49,6 @@ std::string utc_timestamp() {
 }
 
 
-// Text for summary.txt, which people `cat`: a line break or tab becomes a space and other control
-// bytes (ESC sequences that recolour or clear a terminal, NUL) are dropped.
-std::string printable(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char ch : text) {
-    const auto byte = static_cast<unsigned char>(ch);
-    if (ch == '\n' || ch == '\r' || ch == '\t') {
-      out += ' ';
-    } else if (byte >= 0x20 && byte != 0x7f) {
-      out += ch;
-    }
-  }
-  return out;
-}
 
 // summary.txt for people first: what ran and how many failed, then every failure with its repro,
 // where the time went; the run info JSON (read back by read_run_info for folders without

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/markup.h"
 #include "core/result_text.h"
 
 namespace opgate::cli {
@@ -65,19 +66,7 @@ bool color_enabled_for_this_process(ColorMode mode) {
                        std::getenv("CI") != nullptr);
 }
 
-std::string console_text(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char ch : text) {
-    const auto byte = static_cast<unsigned char>(ch);
-    if (ch == '\n' || ch == '\r' || ch == '\t') {
-      out += ' ';
-    } else if (byte >= 0x20 && byte != 0x7f) {
-      out += ch;
-    }
-  }
-  return out;
-}
+std::string console_text(const std::string& text) { return printable(text); }
 
 std::string case_text(const CaseResult& r, size_t n, size_t total, const ConsoleStyle& style) {
   const bool detailed = verdict_fails(r.verdict, true);  // MISTRUSTED shows its elements even without --strict
