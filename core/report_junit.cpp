@@ -68,8 +68,9 @@ std::string properties(const nlohmann::json& run_info, const std::vector<const C
   std::string out;
   if (run_info.is_object()) add_properties("", run_info, out);
   for (const auto& [key, s] : tally_standards(rs)) {
-    auto add = [&](const std::string& name, const StandardTally& t) {
-      out += fmt::format("      <property name=\"standards.{}.{}\" value=\"{}\"/>\n", xml_escape(key.second),
+    const std::string& output = key.second;  // a lambda may not capture a structured binding in C++17
+    auto add = [&out, &output](const std::string& name, const StandardTally& t) {
+      out += fmt::format("      <property name=\"standards.{}.{}\" value=\"{}\"/>\n", xml_escape(output),
                          xml_escape(name), xml_escape(tally_text(t)));
     };
     add("gate", s.gated);
