@@ -24,10 +24,10 @@ std::string counts_line(const VerdictCounts& counts);
 
 // The run info fields that give a result its meaning: reports that differ in one are not comparable,
 // so `merge` refuses to combine them.
-constexpr std::array<const char*, 4> kConfigFields = {"backend", "repeat", "against", "standard"};
+constexpr std::array<const char*, 5> kConfigFields = {"backend", "repeat", "against", "standard", "twin"};
 // What `--resume` must also share with the folder: the same shard and case selection. A folder
 // written before runs recorded "selection" is not refused for lacking it.
-constexpr std::array<const char*, 6> kResumeFields = {"backend", "repeat", "against", "standard", "shard", "selection"};
+constexpr std::array<const char*, 7> kResumeFields = {"backend", "repeat", "against", "standard", "twin", "shard", "selection"};
 
 // A run info field as runs are compared: the backend's probe also carries library versions and the
 // like, which may change between runs, so it is reduced to its name (with any defect) and SoC.

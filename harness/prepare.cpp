@@ -42,6 +42,7 @@ std::string repro_command(const Case& c, const std::string& backend, const RunOp
   if (opt.against_golden) cmd += " --against golden";
   if (opt.repeat > 1) cmd += fmt::format(" --repeat {}", opt.repeat);
   if (opt.gate != Standard::kBound) cmd += fmt::format(" --standard {}", standard_name(opt.gate));
+  if (!opt.twin_root.empty()) cmd += " --twin " + shell_quote(absolute_path(opt.twin_root));
   return cmd;
 }
 
@@ -67,6 +68,14 @@ PreparedCase prepare_case(const Case& c, const std::string& backend, const RunOp
       p.golden_error = parse_error(missing);
     } else {
       p.golden = std::move(*read);
+    }
+  }
+  if (!opt.twin_root.empty() && c.expect == 0) {
+    auto twin = read_twin_files(opt.twin_root, c.op, c.id, *p.problem);
+    if (twin) {
+      p.twin = std::move(*twin);
+    } else {
+      p.twin_error = twin.status();
     }
   }
   return p;

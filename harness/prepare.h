@@ -12,6 +12,7 @@
 #include "core/problem.h"
 #include "core/status.h"
 #include "harness/golden.h"
+#include "harness/twin_folder.h"
 
 namespace opgate {
 
@@ -26,6 +27,9 @@ struct RunOptions {
   // run --standard: the standard that gates every floating output in Ascend's scope instead of its
   // plan's own (bound); the vacuity check then asks whether this standard would see a defect.
   Standard gate = Standard::kBound;
+  // run --twin DIR: the dual-benchmark's twin read from DIR/<op>/<id>/<output>.npy (a third party's
+  // low-precision run) instead of the clean emulator; empty: the emulator (harness/twin_folder.h).
+  std::string twin_root;
   std::string repro_prefix = "opgate";  // how the repro line invokes the binary (run: its absolute path)
 };
 
@@ -39,6 +43,9 @@ struct PreparedCase {
   // Against golden, for a case that expects ok: the folder read with every digest checked, or why not.
   std::optional<GoldenCase> golden;
   Status golden_error = Status::ok();
+  // With --twin, for a case that expects ok: the third party's output files, or why they cannot be read.
+  std::optional<TwinFiles> twin;
+  Status twin_error = Status::ok();
   std::string repro;  // the one-line command that reruns the case
 };
 

@@ -100,6 +100,7 @@ std::string passed_reason(const std::vector<OutputResult>& outputs, int repeat) 
 
 // (6) device through (11) determinism; the case's verdict.
 Outcome check_device(const Problem& problem, Backend& backend, CaseData& data, FillMode fill, const RunOptions& opt,
+                     const std::optional<TwinFiles>& pc_twin,
                      CaseResult& r) {
   StageTimes& ms = r.stages_ms;
   const ComparePlan plan = timed(ms.plan, [&] { return stages::plan(problem, data.ref, fill, opt.gate); });
@@ -116,10 +117,13 @@ Outcome check_device(const Problem& problem, Backend& backend, CaseData& data, F
   stages::Compared compared =
       timed(ms.compare, [&] { return stages::compare(problem, plan, data.ref, data.got, data.inputs); });
   r.outputs = std::move(compared.outputs);
-  timed(ms.twin, [&] {  // failing outputs too: whether the twin errs as much is what a reader asks first
-    stages::twin(problem, backend, plan, data.ref, data.packed, data.got, r.outputs);
-    return 0;
-  });
+  // Failing outputs too: whether the twin errs as much is what a reader asks first.
+  const TwinFiles* third_party = pc_twin ? &*pc_twin : nullptr;  // set by run --twin
+  if (auto outcome = timed(ms.twin, [&] {
+        return stages::twin(problem, backend, plan, data.ref, data.packed, data.got, third_party, r.outputs);
+      })) {
+    return *outcome;
+  }
   if (compared.outcome) return *compared.outcome;
   const auto vacuous = timed(ms.vacuity, [&] {
     return opt.vacuity ? stages::vacuity(plan, data.ref, data.got, r.outputs) : std::nullopt;
@@ -145,7 +149,7 @@ CaseResult run_stages(const PreparedCase& pc, Backend& backend, const RunOptions
     return finish(std::move(r), *outcome, t0);
   }
   if (auto outcome = compute_case_data(pc, problem, data, r)) return finish(std::move(r), *outcome, t0);
-  Outcome outcome = check_device(problem, backend, data, plan_fill(pc.c), opt, r);
+  Outcome outcome = check_device(problem, backend, data, plan_fill(pc.c), opt, pc.twin, r);
   return finish(std::move(r), std::move(outcome), t0);
 }
 

@@ -84,6 +84,7 @@ std::optional<Outcome> validate(const PreparedCase& pc, const Problem& problem, 
   const Support support = backend.supports(problem);
   if (!support.yes) return Outcome{Verdict::kSkipped, support.reason};
   if (!pc.golden_error.is_ok()) return Outcome{Verdict::kInvalidCase, pc.golden_error.message()};
+  if (!pc.twin_error.is_ok()) return Outcome{Verdict::kInvalidCase, pc.twin_error.message()};
   // Against golden, the folder must have been made from this very case. Otherwise a changed case
   // shows up later as a disagreeing reference (blaming it) or passes against stale expected values.
   if (pc.golden) {
@@ -233,25 +234,42 @@ std::optional<std::string> vacuity(const ComparePlan& plan, const RefOutputs& re
   return std::nullopt;
 }
 
-void twin(const Problem& problem, const Backend& device, const ComparePlan& plan, const RefOutputs& ref,
-          const TensorMap& packed, const TensorMap& got, std::vector<OutputResult>& outputs) {
+std::optional<Outcome> twin(const Problem& problem, const Backend& device, const ComparePlan& plan,
+                            const RefOutputs& ref, const TensorMap& packed, const TensorMap& got,
+                            const TwinFiles* third_party, std::vector<OutputResult>& outputs) {
   auto not_applicable = [&](const std::string& why) {
     for (OutputResult& o : outputs) o.compare.standards.push_back({"dual-benchmark", {false, true, why}});
+    return std::nullopt;
   };
-  if (device.name() == "emu") return not_applicable("not applicable: the device is the emulator, the twin itself");
-  auto emu = make_backend("emu");
-  if (!emu) return not_applicable("not applicable: no twin (" + emu.status().message() + ")");
-  auto run = stages::device(problem, **emu, packed);
-  if (auto* outcome = std::get_if<Outcome>(&run)) return not_applicable("not applicable: the twin failed: " + outcome->reason);
-  const TensorMap twin_got = unpack(problem, std::get<DeviceRun>(run));
+  TensorMap twin_got;
+  if (third_party != nullptr) {
+    for (const OutputCheck& check : plan.outputs) {
+      const std::string why = twin_shape_problem(*third_party, check.name, tensor_or_empty(ref.expected, check.name).shape());
+      if (!why.empty()) return Outcome{Verdict::kInvalidCase, "third-party twin: " + why};
+    }
+    twin_got = third_party->outputs;
+  } else {
+    if (device.name() == "emu") return not_applicable("not applicable: the device is the emulator, the twin itself");
+    auto emu = make_backend("emu");
+    if (!emu) return not_applicable("not applicable: no twin (" + emu.status().message() + ")");
+    auto run = stages::device(problem, **emu, packed);
+    if (auto* outcome = std::get_if<Outcome>(&run)) return not_applicable("not applicable: the twin failed: " + outcome->reason);
+    twin_got = unpack(problem, std::get<DeviceRun>(run));
+  }
   for (size_t i = 0; i < plan.outputs.size() && i < outputs.size(); ++i) {
     const OutputCheck& check = plan.outputs[i];
     const std::string& n = check.name;
+    if (third_party != nullptr && !twin_got.count(n)) {
+      outputs[i].compare.standards.push_back(
+          {"dual-benchmark", {false, true, fmt::format("not applicable: no third-party output {}/{}.npy", third_party->dir, n)}});
+      continue;
+    }
     outputs[i].compare.standards.push_back(
         {"dual-benchmark", dual_benchmark_output(check, outputs[i].compare, tensor_or_empty(ref.expected, n),
                                                  tensor_or_empty(got, n), tensor_or_empty(twin_got, n),
                                                  tensor_or_empty(ref.magnitude, n), tensor_or_empty(ref.care, n))});
   }
+  return std::nullopt;
 }
 
 std::optional<Outcome> determinism(const Problem& problem, Backend& backend, const TensorMap& packed,

@@ -6,6 +6,7 @@
 // them.
 #pragma once
 
+#include "harness/twin_folder.h"
 #include <map>
 #include <optional>
 #include <string>
@@ -86,9 +87,12 @@ std::optional<std::string> vacuity(const ComparePlan& plan, const RefOutputs& re
                                    const std::vector<OutputResult>& outputs);
 // (9b) twin: on a device that is not the clean emulator, the emulator runs the same packed inputs
 // as the dual-benchmark standard's low-precision twin, and each output gains its dual-benchmark
-// verdict; on emu that standard is not applicable (the device is the twin).
-void twin(const Problem& problem, const Backend& device, const ComparePlan& plan, const RefOutputs& ref,
-          const TensorMap& packed, const TensorMap& got, std::vector<OutputResult>& outputs);
+// verdict; on emu that standard is not applicable (the device is the twin). With `third_party`
+// (run --twin) its files are the twin, on every backend, and an output without a file has none;
+// a file of the wrong shape makes the case INVALID_CASE.
+std::optional<Outcome> twin(const Problem& problem, const Backend& device, const ComparePlan& plan,
+                            const RefOutputs& ref, const TensorMap& packed, const TensorMap& got,
+                            const TwinFiles* third_party, std::vector<OutputResult>& outputs);
 // (11) determinism: runs 2..repeat of the device must give bit-identical defined outputs.
 std::optional<Outcome> determinism(const Problem& problem, Backend& backend, const TensorMap& packed,
                                 const ComparePlan& plan, const RefOutputs& ref, const TensorMap& got, int repeat);

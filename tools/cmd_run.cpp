@@ -39,6 +39,7 @@ struct RunFlags {
   std::string root, backend = "emu", out, against = "reference", golden_root;
   int repeat = 1;
   std::string standard = "bound";  // --standard: what gates the floating outputs
+  std::string twin;                // --twin DIR: the dual-benchmark's third-party outputs
   double timeout_s = 600;
   bool no_isolate = false, resume = false, strict = false, quiet = false;
   bool verbose = false;                     // -v: passing lines name each output's check
@@ -81,6 +82,10 @@ void add_common(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--standard", f.standard,
                   "What gates floating outputs: bound (default), ascend-v0.3 or ascend-dual-permille (reports/README.md)")
       ->check(CLI::IsMember({"bound", "ascend-v0.3", "ascend-dual-permille"}));
+  cmd->add_option("--twin", f.twin,
+                  "Folder of a third party's outputs, DIR/<op>/<case id>/<output>.npy: the dual-benchmark's twin "
+                  "instead of the emulator (reports/README.md)")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--against", f.against, "Expected values from the reference or from golden files")
       ->check(CLI::IsMember({"reference", "golden"}));
   cmd->add_option("--golden-root", f.golden_root, "Golden folder (default <root>/golden)");
@@ -99,6 +104,7 @@ RunOptions run_options(const RunFlags& f, const std::string& root) {
   o.repeat = f.repeat;
   o.gate = *parse_standard(f.standard);
   o.against_golden = f.against == "golden";
+  o.twin_root = f.twin;
   o.golden_root = f.golden_root.empty() ? root + "/golden" : f.golden_root;
   o.isolate = !f.no_isolate;
   o.timeout_s = f.timeout_s;
@@ -224,6 +230,7 @@ std::string resume_command(const RunFlags& f, const std::string& out) {
   if (!f.devices.empty()) add("--devices", devices_text(f.devices));
   if (f.repeat != 1) add("--repeat", std::to_string(f.repeat));
   if (f.standard != "bound") add("--standard", f.standard);
+  if (!f.twin.empty()) add("--twin", absolute_path(f.twin));
   if (f.against != "reference") add("--against", f.against);
   if (!f.golden_root.empty()) add("--golden-root", f.golden_root);
   if (f.timeout_s != 600) add("--timeout", fmt::format("{}", f.timeout_s));
@@ -252,6 +259,7 @@ Expected<std::vector<PreparedCase>> prepare_all(const std::vector<Case>& cases, 
     PreparedCase pc = prepare_case(c, f.backend, opt, out);
     if (!pc.problem) return pc.problem_error;
     if (!pc.golden_error.is_ok()) return pc.golden_error.with_context(case_where(c));
+    if (!pc.twin_error.is_ok()) return pc.twin_error.with_context(case_where(c));
     format1 += pc.golden && !pc.golden->stores_tolerances() ? 1 : 0;
     prepared.push_back(std::move(pc));
   }
@@ -267,6 +275,7 @@ nlohmann::json run_info(const RunFlags& f, const Backend& backend, size_t cases,
                       {"repeat", f.repeat},
                       {"against", f.against}};
   if (f.standard != "bound") info["standard"] = f.standard;  // absent: bound
+  if (!f.twin.empty()) info["twin"] = absolute_path(f.twin);   // absent: the emulator
   if (f.strict) info["strict"] = true;  // MISTRUSTED fails: summary.txt and junit.xml follow it too
   info["jobs"] = jobs;                   // informative: results do not depend on it (not a resume field)
   if (!f.devices.empty()) info["devices"] = f.devices;
@@ -493,6 +502,14 @@ Status adopt_report_settings(RunFlags& f, const CLI::App& cmd, const RunInfoFile
     }
     const std::string standard = s.get<std::string>();
     adopt_setting(cmd, "--standard", f.standard, standard, run.path, [&] { f.standard = standard; });
+  }
+  if (info.contains("twin")) {
+    const nlohmann::json& t = info["twin"];
+    if (!t.is_string() || t.get<std::string>().empty()) {
+      return parse_error(fmt::format("{}: field 'twin': expected a folder path, got {}", run.path, t.dump()));
+    }
+    const std::string twin = t.get<std::string>();
+    adopt_setting(cmd, "--twin", f.twin.empty() ? "" : absolute_path(f.twin), twin, run.path, [&] { f.twin = twin; });
   }
   adopt_strict(f, cmd, run);
   return Status::ok();
