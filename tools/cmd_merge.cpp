@@ -10,7 +10,7 @@
 
 #include "core/json_read.h"
 #include "core/npy.h"
-#include "core/report.h"
+#include "reports/report.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 
@@ -196,7 +196,7 @@ Expected<VerdictCounts> merge(const std::vector<std::string>& dirs, const std::s
   for (const auto& in : inputs) {
     for (const auto& r : in.results) OPGATE_TRY(writer.append(r));
   }
-  OPGATE_TRY(writer.finish());
+  OPGATE_TRY(finish_report(writer));
   return writer.counts();
 }
 

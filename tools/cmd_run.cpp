@@ -24,6 +24,7 @@
 #include "core/version.h"
 #include "harness/golden.h"
 #include "harness/runner.h"
+#include "reports/result_text.h"
 #include "history/history_record.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
@@ -358,7 +359,7 @@ Status run_all_parallel(const std::vector<PreparedCase>& cases, const std::vecto
   }
   progress.reset();
   OPGATE_TRY(status);
-  return writer.finish();
+  return finish_report(writer);
 }
 
 Status run_all(const std::vector<PreparedCase>& cases, const std::vector<Backend*>& backends, const RunOptions& opt,
@@ -384,7 +385,7 @@ Status run_all(const std::vector<PreparedCase>& cases, const std::vector<Backend
     OPGATE_TRY(take_result(r, n, cases.size(), f, writer, *progress, failures));
   }
   progress.reset();
-  return writer.finish();
+  return finish_report(writer);
 }
 
 // The exit code once the reports are written: the stop signal's, the gate's, or the baseline's.

@@ -2,7 +2,7 @@
 // per-operator summary, the failures with their worst elements, then every case in a filterable,
 // sortable table with its per-output metrics and ULP histograms. One file: inline CSS, inline JS,
 // inline SVG.
-#include "core/report_html.h"
+#include "reports/report_html.h"
 
 #include <algorithm>
 #include <cctype>
@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/markup.h"
-#include "core/report_standards.h"
+#include "reports/report_standards.h"
 #include "core/result_json.h"
 
 namespace opgate {
@@ -191,7 +191,7 @@ std::string operator_summary(const std::vector<CaseResult>& results) {
   return html + "</table>";
 }
 
-// Each output under its gate and under Ascend's standards (core/report_standards.h), one row each.
+// Each output under its gate and under Ascend's standards (reports/report_standards.h), one row each.
 std::string standards_section(const std::vector<CaseResult>& results) {
   const auto tallies = tally_standards(results);
   if (tallies.empty()) return "";
