@@ -2,12 +2,16 @@
 // merged run reports every case exactly once.
 #include "reports/report.h"
 
+#include <ctime>
+#include <sstream>
+
 #include <fmt/format.h>
 
 #include "core/markup.h"
 #include "core/npy.h"
 #include "reports/report_junit.h"
 #include "reports/report_standards.h"
+#include "reports/run_facts.h"
 
 namespace opgate {
 
@@ -26,6 +30,8 @@ std::string summary_text(const nlohmann::json& run_info, const std::vector<CaseR
   const std::string backend = printable(recorded_backend(run_info));
   std::string s = fmt::format("opgate: {} of {} cases failed{}\n", n_failures, results.size(),
                               backend.empty() ? "" : " on " + backend);
+  std::istringstream facts(facts_lines(run_info));  // printable per line: a value cannot add lines
+  for (std::string line; std::getline(facts, line);) s += printable(line) + "\n";
   if (n_failures > 0) s += fmt::format("\nfailed cases ({}):\n{}", n_failures, failures);
   s += "\n" + standards_summary(results);
   s += stage_time_line(results);
@@ -38,7 +44,14 @@ Status finish_report(ReportWriter& writer) {
   VerdictCounts counts{};
   for (const auto& r : results) ++counts[static_cast<size_t>(r.verdict)];
   writer.set_counts(counts);
-  const nlohmann::json& info = writer.run_info();
+  // The folder's run.json (a resumed run keeps its first start) gains the end of the run.
+  OPGATE_ASSIGN_OR_RETURN(RunInfoFile run, read_run_info(writer.dir()));
+  const bool has_run_json = run.path == writer.dir() + "/run.json" && run.info.is_object();
+  nlohmann::json info = has_run_json ? run.info : writer.run_info();
+  add_end_facts(info, std::time(nullptr));
+  if (has_run_json) {
+    OPGATE_TRY(writer.write_file("run.json", info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+  }
   OPGATE_TRY(writer.write_file("summary.txt", summary_text(info, results, counts)));
   OPGATE_TRY(writer.write_file("junit.xml", render_junit(info, results, utc_timestamp(), host_name())));
   return writer.write_file("report.html", render_html_report(info, results, counts));

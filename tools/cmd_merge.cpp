@@ -11,6 +11,7 @@
 #include "core/json_read.h"
 #include "core/npy.h"
 #include "reports/report.h"
+#include "reports/run_facts.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 
@@ -165,6 +166,9 @@ nlohmann::json merged_run_info(const std::vector<MergeInput>& inputs, const std:
     break;
   }
   info["cases"] = cases;
+  std::vector<nlohmann::json> shards;
+  for (const auto& in : inputs) shards.push_back(in.run.info);
+  add_merged_facts(info, shards);  // the earliest start, the latest end, every host
   return info;
 }
 
