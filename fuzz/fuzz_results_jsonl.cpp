@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "core/report.h"
+#include "core/report_folder.h"
 #include "fuzz/op_target.h"
 
 namespace {

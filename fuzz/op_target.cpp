@@ -13,6 +13,7 @@
 #include "harness/backends.h"
 #include "cases/registry.h"
 #include "harness/runner.h"
+#include "reports/result_text.h"
 #include "fuzz/fuzz_input.h"
 
 namespace opgate::fuzz {

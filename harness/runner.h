@@ -7,8 +7,7 @@
 #include "cases/registry.h"
 #include "core/backend.h"
 #include "core/case.h"
-#include "core/report.h"
-#include "core/result_text.h"  // describe_result, for the callers that print results
+#include "core/report_folder.h"
 #include "harness/backends.h"
 #include "harness/prepare.h"
 

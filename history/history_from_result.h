@@ -1,7 +1,7 @@
 // The one adapter from the runner's CaseResult to the history's HistoryCase.
 #pragma once
 
-#include "core/report.h"
+#include "core/report_folder.h"
 #include "history/history_case.h"
 
 namespace opgate::history {

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "core/report.h"
+#include "core/report_folder.h"
 
 namespace opgate::history {
 namespace {

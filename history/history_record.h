@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/report.h"
+#include "core/report_folder.h"
 #include "core/status.h"
 #include "history/history_case.h"
 #include "history/history_db.h"

@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "core/npy.h"
-#include "core/report_html.h"
+#include "reports/report_html.h"
 #include "history/history_db.h"
 #include "history/history_query.h"
 #include "cases/registry.h"
@@ -333,41 +333,6 @@ void add_baseline_flags(CLI::App* cmd, BaselineFlags& f, bool path_is_option) {
       ->check(CLI::Range(1.0, 1e6));
   cmd->add_option("--drift-floor", f.options.drift_floor, "Drift: and now exceeds this fraction of the tolerance")
       ->check(CLI::Range(0.0, 1.0));
-}
-
-Status rewrite_report_html(const std::string& report_dir, const std::vector<CaseResult>& current,
-                           const BaselineDiff* diff, const std::string& baseline_path,
-                           const std::vector<BudgetTrend>* trends) {
-  OPGATE_ASSIGN_OR_RETURN(RunInfoFile run, read_run_info(report_dir));
-  VerdictCounts counts{};
-  for (const CaseResult& r : current) ++counts[static_cast<size_t>(r.verdict)];
-  return write_file_atomic(report_dir + "/report.html",
-                           render_html_report(run.info, current, counts, diff, baseline_path, trends));
-}
-
-Expected<std::vector<BudgetTrend>> history_trends(const std::string& history_path,
-                                                  const std::vector<CaseResult>& results, int64_t last) {
-  constexpr size_t kMaxTrends = 30;  // a red night's chart stays readable
-  OPGATE_ASSIGN_OR_RETURN(history::HistoryDb db, history::HistoryDb::open_for_reading(history_path));
-  std::vector<BudgetTrend> out;
-  for (const CaseResult& r : results) {
-    if (!verdict_fails(r.verdict, true)) continue;
-    for (const OutputResult& o : r.outputs) {
-      if (o.compare.passed || out.size() >= kMaxTrends) continue;
-      OPGATE_ASSIGN_OR_RETURN(history::Trend t, history::budget_trend(db, r.id, o.compare.name, last));
-      BudgetTrend bt{r.id, o.compare.name, {}, {}, {}};
-      for (const history::TrendPoint& p : t.points) {
-        const std::string& rev = p.result.run.kernel_rev;
-        bt.runs.push_back(fmt::format("run {}{}", p.result.run.run_id, rev.empty() ? "" : " (" + rev + ")"));
-        const auto b = p.budget_used.find(o.compare.name);
-        bt.budget.push_back(b == p.budget_used.end() ? std::numeric_limits<double>::quiet_NaN() : b->second);
-        const auto passed = p.passed.find(o.compare.name);
-        bt.failed.push_back(passed != p.passed.end() && !passed->second);
-      }
-      out.push_back(std::move(bt));
-    }
-  }
-  return out;
 }
 
 Expected<int> gate_against_baseline(const std::vector<CaseResult>& baseline, const BaselineFlags& f,

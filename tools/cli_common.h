@@ -11,8 +11,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/baseline.h"
-#include "core/report_html.h"
+#include "reports/baseline.h"
+#include "reports/report.h"
+#include "reports/report_trends.h"
 #include "core/case.h"
 #include "cases/registry.h"
 #include "core/status.h"
@@ -109,15 +110,6 @@ void add_baseline_flags(CLI::App* cmd, BaselineFlags& f, bool path_is_option);
 Expected<int> gate_against_baseline(const std::vector<CaseResult>& baseline, const BaselineFlags& f,
                                     const std::string& report_dir, const BaselineScope& scope,
                                     const std::vector<BudgetTrend>* trends = nullptr);
-// Writes report.html of `report_dir` again from its run.json and `current`, with the sections a
-// run adds after its cases: the baseline comparison and the history trends (either may be null).
-Status rewrite_report_html(const std::string& report_dir, const std::vector<CaseResult>& current,
-                           const BaselineDiff* diff, const std::string& baseline_path,
-                           const std::vector<BudgetTrend>* trends);
-// budget_used of the failing outputs of `results` over the last `last` runs of the history file.
-Expected<std::vector<BudgetTrend>> history_trends(const std::string& history_path,
-                                                  const std::vector<CaseResult>& results, int64_t last = 10);
-
 // Prints "opgate: error: <message>" to stderr and returns kExitUsage.
 int fail(const Status& st);
 

@@ -2,7 +2,7 @@
 // merged report against the baseline; `run --baseline` does the same at the end of a run).
 #include <fmt/format.h>
 
-#include "core/baseline.h"
+#include "reports/baseline.h"
 #include "core/version.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/npy.h"
-#include "core/report.h"
+#include "core/report_folder.h"
 #include "fuzz/fuzz_input.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"

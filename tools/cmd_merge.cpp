@@ -10,7 +10,8 @@
 
 #include "core/json_read.h"
 #include "core/npy.h"
-#include "core/report.h"
+#include "reports/report.h"
+#include "reports/run_facts.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
 
@@ -165,6 +166,9 @@ nlohmann::json merged_run_info(const std::vector<MergeInput>& inputs, const std:
     break;
   }
   info["cases"] = cases;
+  std::vector<nlohmann::json> shards;
+  for (const auto& in : inputs) shards.push_back(in.run.info);
+  add_merged_facts(info, shards);  // the earliest start, the latest end, every host
   return info;
 }
 
@@ -196,7 +200,7 @@ Expected<VerdictCounts> merge(const std::vector<std::string>& dirs, const std::s
   for (const auto& in : inputs) {
     for (const auto& r : in.results) OPGATE_TRY(writer.append(r));
   }
-  OPGATE_TRY(writer.finish());
+  OPGATE_TRY(finish_report(writer));
   return writer.counts();
 }
 

@@ -24,6 +24,8 @@
 #include "core/version.h"
 #include "harness/golden.h"
 #include "harness/runner.h"
+#include "reports/result_text.h"
+#include "reports/run_facts.h"
 #include "history/history_record.h"
 #include "tools/cli_common.h"
 #include "tools/commands.h"
@@ -295,6 +297,7 @@ nlohmann::json run_info(const RunFlags& f, const Backend& backend, size_t cases,
   const auto shard = selected_shard(f.sel);  // already parsed by select_cases
   if (shard && shard->second > 1) info["shard"] = fmt::format("{}/{}", shard->first, shard->second);
   info["scheduler"] = scheduler_info(f.sel);
+  add_start_facts(info, f.kernel_rev);  // when, where, what: not compared by resume or merge
   return info;
 }
 
@@ -367,7 +370,7 @@ Status run_all_parallel(const std::vector<PreparedCase>& cases, const std::vecto
   }
   progress.reset();
   OPGATE_TRY(status);
-  return writer.finish();
+  return finish_report(writer);
 }
 
 Status run_all(const std::vector<PreparedCase>& cases, const std::vector<Backend*>& backends, const RunOptions& opt,
@@ -393,7 +396,7 @@ Status run_all(const std::vector<PreparedCase>& cases, const std::vector<Backend
     OPGATE_TRY(take_result(r, n, cases.size(), f, writer, *progress, failures));
   }
   progress.reset();
-  return writer.finish();
+  return finish_report(writer);
 }
 
 // The exit code once the reports are written: the stop signal's, the gate's, or the baseline's.
@@ -758,10 +761,11 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_flag("--extreme-fills", f->extreme_fills,
                 "With --generate: each case fills one float input with subnormals, near-max values or signed zeros");
   add_baseline_flags(cmd, f->baseline, true);
-  auto* history = cmd->add_option("--history", f->history, "Record the run into this SQLite history (see `opgate history`)")
-                      ->envname("OPGATE_HISTORY");
-  cmd->add_option("--kernel-rev", f->kernel_rev, "The commit of the kernels under test, recorded in --history")
-      ->needs(history);
+  cmd->add_option("--history", f->history, "Record the run into this SQLite history (see `opgate history`)")
+      ->envname("OPGATE_HISTORY");
+  // Also without --history: run.json, summary.txt, report.html and junit.xml name the kernels judged.
+  cmd->add_option("--kernel-rev", f->kernel_rev,
+                  "The commit of the kernels under test, recorded in the report (and --history)");
   add_common(cmd, *f);
   cmd->callback([f, cmd, &exit_code] {
     f->started = std::chrono::steady_clock::now();

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/markup.h"
-#include "core/result_text.h"
+#include "reports/result_text.h"
 
 namespace opgate::cli {
 namespace {

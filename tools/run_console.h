@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/report.h"
+#include "core/report_folder.h"
 #include "core/result.h"
 
 namespace opgate::cli {

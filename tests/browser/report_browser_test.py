@@ -16,12 +16,17 @@ what a CI owner sees:
     links people share), and the rows the page leaves visible must be the ones results.jsonl
     (or, for text, the row texts) say;
   - nothing is fetched from the network (the file is self-contained);
+  - the first 1400x900 screen (laid out by Chromium at that size, measured by a probe script added
+    to a copy of the page) shows the verdict and counts, the date, host and kernel rev, and the
+    first failure with its error picture; the title carries the verdict and counts too;
 and saves a screenshot, report.png, in the scratch folder for people to look at.
 """
+import html
 import html.parser
 import json
 import os
 import re
+import socket
 import shutil
 import subprocess
 import sys
@@ -156,6 +161,61 @@ def check_filter(browser, url, fragment, expected_ids, check):
           f"'{fragment}' says how many rows it shows (says '{page.shown.strip()}')")
 
 
+# Added to a copy of report.html: where each thing a person must see first is laid out, and whether
+# it lies wholly inside the window (the first screen).
+PROBE = """<script>window.addEventListener('load', function () {
+  var seen = {};
+  function inside(el) {
+    if (!el) return false;
+    var r = el.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && r.top >= 0 && r.left >= 0 &&
+           r.bottom <= window.innerHeight && r.right <= window.innerWidth;
+  }
+  var failure = document.querySelector('.failure');
+  var items = {verdict: document.getElementById('verdict'), when: document.getElementById('when'),
+               host: document.getElementById('host'), rev: document.getElementById('kernel-rev'),
+               failure: failure && failure.querySelector('summary'),
+               picture: failure && failure.querySelector('svg.axis')};
+  for (var k in items) seen[k] = {inside: inside(items[k]), text: items[k] ? items[k].textContent : null};
+  seen.window = [window.innerWidth, window.innerHeight];
+  var pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(seen);
+  document.body.appendChild(pre);
+});</script>"""
+
+
+def check_first_screen(browser, report, results, rev, check):
+    """The first 1400x900 screen of report.html shows what a person must see first."""
+    page = open(os.path.join(report, "report.html")).read()
+    probed = os.path.join(report, "first_screen.html")  # beside it: failed/ links stay valid
+    with open(probed, "w") as f:
+        f.write(page.replace("</body>", PROBE + "</body>"))
+    dom, _ = headless(browser, "file://" + probed, "--window-size=1400,900", "--dump-dom")
+    os.remove(probed)
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
+    check(found is not None, "the first-screen probe ran")
+    if not found:
+        return
+    seen = json.loads(html.unescape(found.group(1)))
+    # --dump-dom's viewport may be shorter than the window (757 px seen): inside it is inside 900.
+    check(seen["window"][0] == 1400 and 600 < seen["window"][1] <= 900,
+          f"the probe saw a 1400 px wide window at most 900 high ({seen['window']})")
+    for item in ("verdict", "when", "host", "rev", "failure", "picture"):
+        check(seen[item]["inside"], f"the first screen shows the {item} ({seen[item]})")
+    failed = sum(1 for r in results if r["verdict"] != "PASSED" and r["verdict"] != "SKIPPED")
+    passed = sum(1 for r in results if r["verdict"] == "PASSED")
+    words = f"FAILED · {failed} failed, {passed} passed"
+    check((seen["verdict"]["text"] or "").startswith(words), f"the banner says '{words}' ({seen['verdict']['text']})")
+    title = re.search(r"<title>(.*?)</title>", page, re.S)
+    check(title is not None and html.unescape(title.group(1)).startswith(words),
+          f"the title says '{words}' ({title.group(1) if title else None})")
+    started = json.load(open(os.path.join(report, "run.json")))["started_at"]
+    check((seen["when"]["text"] or "").startswith(started[:10]), f"the banner's date is the run's ({seen['when']})")
+    check(seen["host"]["text"] == socket.gethostname(), f"the banner names this host ({seen['host']})")
+    check(seen["rev"]["text"] == rev, f"the banner names the kernel rev {rev} ({seen['rev']})")
+    first = next(r["id"] for r in results if r["verdict"] == "FAILED")
+    check(first in (seen["failure"]["text"] or ""), f"the first failure on screen is {first} ({seen['failure']})")
+
+
 def main():
     opgate, src, work = sys.argv[1:4]
     shutil.rmtree(work, ignore_errors=True)
@@ -163,7 +223,7 @@ def main():
     report = os.path.join(work, "report")
     run = subprocess.run([opgate, "run", "--root", src, "--op", "moe_finalize_routing_v2_grad", "--op", "ffn_worker_batching",
                           "--tier", "ci",
-                          "--backend", "fault:mfrg.scale_not_applied", "-q", "--out", report],
+                          "--backend", "fault:mfrg.scale_not_applied", "--kernel-rev", "9f3c2e1", "-q", "--out", report],
                          capture_output=True, text=True)
     failures = []
 
@@ -237,8 +297,10 @@ def main():
     check_filter(browser, url, "#text=" + word.upper(),
                  [r["id"] for r in page.rows if word in r["text"].lower()], check)
 
+    check_first_screen(browser, report, results, "9f3c2e1", check)
+
     shot = os.path.join(work, "report.png")
-    headless(browser, url, "--window-size=1400,1000", "--screenshot=" + shot)
+    headless(browser, url, "--window-size=1400,900", "--screenshot=" + shot)
     check(os.path.exists(shot) and open(shot, "rb").read(8) == b"\x89PNG\r\n\x1a\n", f"a PNG screenshot at {shot}")
     check(os.path.getsize(shot) > 20000 if os.path.exists(shot) else False, "the screenshot is not blank")
 

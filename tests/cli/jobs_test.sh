@@ -13,9 +13,10 @@ for line in open(d + "/results.jsonl"):
     r.pop("ms", None); r.pop("stages_ms", None)
     print(json.dumps(r, sort_keys=True))
 for line in open(d + "/summary.txt"):
-    if not line.startswith(("where the time went", "opgate run ")):
+    if not line.startswith(("where the time went", "opgate run ", "started ")):  # "started": when it ran
         print(line, end="")
 junit = re.sub(r'(time|timestamp|hostname)="[^"]*"', r'\1=""', open(d + "/junit.xml").read())
+junit = re.sub(r'(<property name="(started_at|finished_at|duration_s)" value=)"[^"]*"', r'\1""', junit)
 print(re.sub(r'<property name="jobs" value="[0-9]+"/>', '', junit))  # the setting itself differs
 P
 }

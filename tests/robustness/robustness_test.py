@@ -81,7 +81,7 @@ def tree_digest(path):
     for root, dirs, files in sorted(os.walk(path)):
         dirs.sort()
         for name in sorted(files):
-            if name == "run.lock":  # the report folder's lock (core/report.cpp): taken, not data
+            if name == "run.lock":  # the report folder's lock (core/report_folder.cpp): taken, not data
                 continue
             p = os.path.join(root, name)
             h.update(p.encode())

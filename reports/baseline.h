@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/report.h"
+#include "core/report_folder.h"
 #include "core/status.h"
 
 namespace opgate {

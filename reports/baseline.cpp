@@ -1,5 +1,5 @@
 // Baseline comparison: one pass over the baseline and the current results, keyed by case id.
-#include "core/baseline.h"
+#include "reports/baseline.h"
 
 #include <algorithm>
 #include <array>
@@ -14,7 +14,7 @@
 
 #include "core/json_read.h"
 #include "core/npy.h"
-#include "core/report.h"
+#include "core/report_folder.h"
 
 namespace opgate {
 namespace {

@@ -1,12 +1,12 @@
-#include "core/report_junit.h"
+#include "reports/report_junit.h"
 
 #include <map>
 
 #include <fmt/format.h>
 
 #include "core/markup.h"
-#include "core/report_standards.h"
-#include "core/result_text.h"
+#include "reports/report_standards.h"
+#include "reports/result_text.h"
 
 namespace opgate {
 namespace {
@@ -63,7 +63,7 @@ void add_properties(const std::string& prefix, const nlohmann::json& object, std
 }
 
 // The run settings, then each output of the suite's operator under its gate and Ascend's standards
-// ("standards.attentionOut.ascend-v0.3" = "43 passed, 18 n/a"; core/report_standards.h).
+// ("standards.attentionOut.ascend-v0.3" = "43 passed, 18 n/a"; reports/report_standards.h).
 std::string properties(const nlohmann::json& run_info, const std::vector<const CaseResult*>& rs) {
   std::string out;
   if (run_info.is_object()) add_properties("", run_info, out);

@@ -1,4 +1,4 @@
-#include "core/result_text.h"
+#include "reports/result_text.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

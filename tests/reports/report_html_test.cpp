@@ -3,7 +3,7 @@
 // for the filters, escaping; and per output the determined elements and the error-balance counts
 // (outputs without a balance cluster, balance_limit 0, show the determined count only; outputs with
 // too few clusters, limit infinite, say "not judged").
-#include "core/report_html.h"
+#include "reports/report_html.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/baseline.h"
-#include "core/report.h"
+#include "reports/baseline.h"
+#include "core/report_folder.h"
 
 namespace opgate {
 

@@ -2,7 +2,7 @@
 // per-operator summary, the failures with their worst elements, then every case in a filterable,
 // sortable table with its per-output metrics and ULP histograms. One file: inline CSS, inline JS,
 // inline SVG.
-#include "core/report_html.h"
+#include "reports/report_html.h"
 
 #include <algorithm>
 #include <cctype>
@@ -12,7 +12,8 @@
 #include <fmt/format.h>
 
 #include "core/markup.h"
-#include "core/report_standards.h"
+#include "reports/report_banner.h"
+#include "reports/report_standards.h"
 #include "core/result_json.h"
 
 namespace opgate {
@@ -191,7 +192,7 @@ std::string operator_summary(const std::vector<CaseResult>& results) {
   return html + "</table>";
 }
 
-// Each output under its gate and under Ascend's standards (core/report_standards.h), one row each.
+// Each output under its gate and under Ascend's standards (reports/report_standards.h), one row each.
 std::string standards_section(const std::vector<CaseResult>& results) {
   const auto tallies = tally_standards(results);
   if (tallies.empty()) return "";
@@ -422,7 +423,9 @@ constexpr const char* kStyle =
     "#cases thead th{cursor:pointer;background:#f5f5f5}#cases thead th[aria-sort]{background:#e3f2fd}"
     ".filters{position:sticky;top:0;background:#fff;padding:4px 0}"
     "td.std.ok{background:#e8f5e9}td.std.bad{background:#ffebee;font-weight:bold}td.std.na{color:#777}"
-    ".note{color:#555;font-size:13px}";
+    ".note{color:#555;font-size:13px}"
+    ".banner{padding:8px 14px;margin:0 0 8px;border-radius:4px;color:#fff}.banner h1{margin:0 0 4px;font-size:24px}"
+    ".banner.fail{background:#c62828}.banner.pass{background:#2e7d32}.banner .facts{margin:2px 0;font-size:14px}";
 
 // Filters and sorting. The filter state lives in the URL fragment (#op=..&verdict=..&text=..), so
 // a filtered view is a link people can share and the browser test can open.
@@ -527,19 +530,21 @@ std::string trends_section(const std::vector<BudgetTrend>& trends) {
 std::string render_html_report(const nlohmann::json& run_info, const std::vector<CaseResult>& results,
                                const VerdictCounts& counts, const BaselineDiff* baseline,
                                const std::string& baseline_path, const std::vector<BudgetTrend>* trends) {
-  std::string html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>opgate report</title><style>";
+  // The first screen: the verdict in the title and banner, then the failures (their pictures too).
+  std::string html = fmt::format("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{}</title><style>",
+                                 esc(report_title(run_info, counts)));
   html += kStyle;
-  html += "</style></head><body><h1>opgate report</h1>"
+  html += "</style></head><body>" + report_banner(run_info, counts) +
           "<p><a href=\"#ops\">operators</a> &middot; <a href=\"#failures\">failures</a> &middot; "
           "<a href=\"#cases\">all cases</a>";
   if (baseline != nullptr) html += " &middot; <a href=\"#baseline\">baseline</a>";
   if (trends != nullptr) html += " &middot; <a href=\"#trends\">trends</a>";
   html += "</p>";
   html += verdict_counts(counts);
+  html += failures_section(results);
+  html += operator_summary(results);
   html += stage_times(results);
   html += settings_table(run_info);
-  html += operator_summary(results);
-  html += failures_section(results);
   html += standards_section(results);
   if (baseline != nullptr) html += baseline_section(*baseline, baseline_path);
   if (trends != nullptr) html += trends_section(*trends);

@@ -1,7 +1,7 @@
 // junit.xml as Jenkins groups it (issue 24): classname "opgate.<stem>.<tier>", and the run settings
 // as plain property values, objects flattened to dotted names. (Schema validity end to end:
 // tests/cli/junit_test.sh.)
-#include "core/report_junit.h"
+#include "reports/report_junit.h"
 
 #include <gtest/gtest.h>
 

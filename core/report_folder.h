@@ -1,5 +1,6 @@
-// The report writers: summary.txt, results.jsonl (appended as each
-// case finishes), failed/<id>.json, junit.xml and report.html (DESIGN.md §7, style-and-layout.md B8).
+// The report folder: results.jsonl (appended as each case finishes), run.json, failed/<id>.json and
+// its lock (DESIGN.md §7, style-and-layout.md B8). summary.txt, junit.xml and report.html are
+// rendered from it by the reports layer (reports/report.h), which sits above harness and history.
 #pragma once
 
 #include <array>
@@ -18,6 +19,10 @@
 namespace opgate {
 
 using VerdictCounts = std::array<int64_t, kVerdictCount>;
+// This machine's name (the lock holder, the run facts).
+std::string host_name();
+// Now in UTC as YYYY-MM-DDTHH:MM:SS (junit's timestamp format: no zone suffix).
+std::string utc_timestamp();
 int gate_exit_code(const VerdictCounts& counts, bool strict);
 // "cases:12 passed:10 failed:1 ..." — the closing counter line.
 std::string counts_line(const VerdictCounts& counts);
@@ -104,9 +109,12 @@ class ReportWriter {
   const std::set<std::string>& done_ids() const { return done_; }
   // Appends one line to results.jsonl and flushes it; failures also get failed/<id>.json.
   Status append(const CaseResult& r);
-  // Writes summary.txt, junit.xml and report.html from every result in results.jsonl (atomically).
-  Status finish();
+  // Writes `name` in the folder atomically, through its descriptor (never following a link).
+  Status write_file(const std::string& name, const std::string& bytes);
+  // The counts of every result the folder holds, once the reports layer has read them back.
+  void set_counts(const VerdictCounts& counts) { counts_ = counts; }
   const VerdictCounts& counts() const { return counts_; }
+  const nlohmann::json& run_info() const { return run_info_; }
   const std::string& dir() const { return dir_; }
 
  private:

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/report.h"
+#include "reports/report.h"
 
 namespace opgate {
 namespace {
@@ -36,7 +36,7 @@ class Summary : public ::testing::Test {
       r.repro = "repro-of-" + std::to_string(k);
       EXPECT_TRUE(w->append(r).is_ok());
     }
-    EXPECT_TRUE(w->finish().is_ok());
+    EXPECT_TRUE(finish_report(*w).is_ok());
     std::ifstream in(dir_ + "/summary.txt");
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);) lines.push_back(line);

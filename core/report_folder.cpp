@@ -1,6 +1,6 @@
-// Report writers: results.jsonl streams as cases finish; summary.txt and junit.xml are rebuilt
-// from it at the end, so a resumed or merged run reports every case exactly once.
-#include "core/report.h"
+// The report folder: results.jsonl streams as cases finish, run.json, failed/<id>.json and the
+// lock; the pages people read are rendered from it by reports/ (reports/report.h).
+#include "core/report_folder.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -21,16 +21,10 @@
 
 #include "core/case.h"
 #include "core/json_read.h"
-#include "core/markup.h"
 #include "core/npy.h"
-#include "core/report_html.h"
-#include "core/report_junit.h"
-#include "core/report_standards.h"
 
 namespace opgate {
-namespace {
 
-// This machine's name, for the lock holder and junit.xml.
 std::string host_name() {
   char host[256] = "?";
   ::gethostname(host, sizeof host - 1);
@@ -47,35 +41,6 @@ std::string utc_timestamp() {
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
   return stamp;
 }
-
-
-
-// summary.txt for people first: what ran and how many failed, then every failure with its repro,
-// where the time went; the run info JSON (read back by read_run_info for folders without
-// run.json) and the closing counter line come last.
-std::string summary_text(const nlohmann::json& run_info, const std::vector<CaseResult>& results,
-                         const VerdictCounts& counts) {
-  // MISTRUSTED fails the gate with --strict, and then in summary.txt and junit.xml too.
-  const bool strict = run_info.is_object() && run_info.value("strict", false);
-  std::string failures;
-  size_t n_failures = 0;
-  for (const auto& r : results) {
-    if (!verdict_fails(r.verdict, strict)) continue;
-    ++n_failures;
-    failures += fmt::format("{} {}: {}\n    repro: {}\n", verdict_name(r.verdict), printable(r.id), printable(r.reason),
-                            printable(r.repro));
-  }
-  const std::string backend = printable(recorded_backend(run_info));
-  std::string s = fmt::format("opgate: {} of {} cases failed{}\n", n_failures, results.size(),
-                              backend.empty() ? "" : " on " + backend);
-  if (n_failures > 0) s += fmt::format("\nfailed cases ({}):\n{}", n_failures, failures);
-  s += "\n" + standards_summary(results);
-  s += stage_time_line(results);
-  s += fmt::format("opgate run {}\n", run_info.dump());
-  return s + counts_line(counts) + "\n";
-}
-
-}  // namespace
 
 int gate_exit_code(const VerdictCounts& counts, bool strict) {
   for (size_t i = 0; i < kVerdictCount; ++i) {
@@ -591,18 +556,8 @@ Status ReportWriter::append(const CaseResult& r) {
   return Status::ok();
 }
 
-Status ReportWriter::finish() {
-  OPGATE_ASSIGN_OR_RETURN(auto results, read_results(dir_ + "/results.jsonl"));
-  VerdictCounts counts{};
-  for (const auto& r : results) ++counts[static_cast<size_t>(r.verdict)];
-  counts_ = counts;
-  OPGATE_TRY(write_at_atomic(folder_->dir_fd, "summary.txt", summary_text(run_info_, results, counts),
-                             dir_ + "/summary.txt"));
-
-  const std::string xml = render_junit(run_info_, results, utc_timestamp(), host_name());
-  OPGATE_TRY(write_at_atomic(folder_->dir_fd, "junit.xml", xml, dir_ + "/junit.xml"));
-  return write_at_atomic(folder_->dir_fd, "report.html", render_html_report(run_info_, results, counts),
-                         dir_ + "/report.html");
+Status ReportWriter::write_file(const std::string& name, const std::string& bytes) {
+  return write_at_atomic(folder_->dir_fd, name, bytes, dir_ + "/" + name);
 }
 
 }  // namespace opgate

@@ -1,6 +1,6 @@
 // Baseline comparison: every change class from hand-made results, the drift thresholds at their
 // edges, the gate policies, and accept/read of baseline folders (what accept refuses and records).
-#include "core/baseline.h"
+#include "reports/baseline.h"
 
 #include <cstdlib>
 #include <filesystem>

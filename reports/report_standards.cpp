@@ -1,4 +1,4 @@
-#include "core/report_standards.h"
+#include "reports/report_standards.h"
 
 #include <algorithm>
 

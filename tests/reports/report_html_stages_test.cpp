@@ -2,7 +2,7 @@
 // with its share (the line summary.txt carries), and nothing when no stage was timed.
 #include <gtest/gtest.h>
 
-#include "core/report_html.h"
+#include "reports/report_html.h"
 
 namespace opgate {
 namespace {

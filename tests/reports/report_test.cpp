@@ -1,7 +1,7 @@
 // results.jsonl reading and resuming from hand-written files: which bad lines may be skipped (a
 // last line cut short by a crash) and which are errors, the cut before appending on resume, and
 // the run info a resumed run must share with its folder (and the case count it refreshes there).
-#include "core/report.h"
+#include "reports/report.h"
 
 #include <unistd.h>
 
@@ -125,7 +125,7 @@ TEST_F(ReportFiles, resume_cuts_the_partial_line_before_appending) {
   ASSERT_TRUE(r) << r.status().message();
   ASSERT_EQ(r->size(), 2u);
   EXPECT_EQ((*r)[1].verdict, Verdict::kFailed);
-  ASSERT_TRUE(w->finish().is_ok());
+  ASSERT_TRUE(finish_report(*w).is_ok());
   EXPECT_EQ(w->counts()[static_cast<size_t>(Verdict::kFailed)], 1);
 }
 
