@@ -27,6 +27,10 @@ struct RunOptions {
   // plan's own (bound); the vacuity check then asks whether this standard would see a defect.
   Standard gate = Standard::kBound;
   std::string repro_prefix = "opgate";  // how the repro line invokes the binary (run: its absolute path)
+  // Tensor dumps (harness/dump.h): repro --dump writes the case's tensors into `dump_dir`;
+  // run --dump-failed (dump_failed_only) those of each failing case into `dump_dir`/<case id>/.
+  std::string dump_dir;
+  bool dump_failed_only = false;
 };
 
 // Where a run writes failed/<id>.json when the caller has no report folder (repro, tests).
