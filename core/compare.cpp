@@ -244,6 +244,10 @@ int ulp_bucket(double ulps) {
 
 }  // namespace
 
+double allowance_at(const OutputCheck& check, double expected, double magnitude) {
+  return element_allowance(check, expected, magnitude);
+}
+
 const char* check_kind_name(CheckKind k) {
   switch (k) {
     case CheckKind::kExact: return "exact";

@@ -198,6 +198,10 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
                              const Tensor& magnitude, const Tensor& care,
                              std::optional<uint64_t> poison_bits = std::nullopt);
 
+// One element's allowance under `check`: the largest |got - expected| it accepts, given the raw
+// expected value and the element's magnitude (0 for exact, inf for undefined); ComparePoint::allowed.
+double allowance_at(const OutputCheck& check, double expected, double magnitude);
+
 // The vacuity check: perturbs a copy of `got` as little as the check should notice (the fewest
 // elements the standard rejects, each moved just beyond its own tolerance; for exact outputs also
 // two distinct rows swapped) and returns why the case is vacuous if the perturbed copy still

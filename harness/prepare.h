@@ -31,6 +31,10 @@ struct RunOptions {
   // low-precision run) instead of the clean emulator; empty: the emulator (harness/twin_folder.h).
   std::string twin_root;
   std::string repro_prefix = "opgate";  // how the repro line invokes the binary (run: its absolute path)
+  // Tensor dumps (harness/dump.h): repro --dump writes the case's tensors into `dump_dir`;
+  // run --dump-failed (dump_failed_only) those of each failing case into `dump_dir`/<case id>/.
+  std::string dump_dir;
+  bool dump_failed_only = false;
 };
 
 // Where a run writes failed/<id>.json when the caller has no report folder (repro, tests).

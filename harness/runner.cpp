@@ -12,6 +12,7 @@
 #include "core/child_process.h"
 #include "core/json_read.h"
 #include "core/parallel.h"
+#include "harness/dump.h"
 #include "harness/stages.h"
 
 namespace opgate {
@@ -59,6 +60,7 @@ struct CaseData {
   TensorMap inputs;
   RefOutputs ref;
   TensorMap packed;
+  ComparePlan plan;  // kept for a tensor dump's allowances
   stages::DeviceRun device;
   TensorMap got;
 };
@@ -103,7 +105,8 @@ Outcome check_device(const Problem& problem, Backend& backend, CaseData& data, F
                      const std::optional<TwinFiles>& pc_twin,
                      CaseResult& r) {
   StageTimes& ms = r.stages_ms;
-  const ComparePlan plan = timed(ms.plan, [&] { return stages::plan(problem, data.ref, fill, opt.gate); });
+  data.plan = timed(ms.plan, [&] { return stages::plan(problem, data.ref, fill, opt.gate); });
+  const ComparePlan& plan = data.plan;
   const auto digests = timed(ms.guards, [&] { return stages::input_digests(data.packed); });
   auto run = timed(ms.device, [&] { return stages::device(problem, backend, data.packed); });
   r.device_ms = ms.device;
@@ -153,11 +156,29 @@ CaseResult run_stages(const PreparedCase& pc, Backend& backend, const RunOptions
   return finish(std::move(r), std::move(outcome), t0);
 }
 
+// The tensor dump the options ask for, if any: repro's folder, or <dir>/<id> for a failing case.
+Status dump_if_asked(const CaseResult& r, const CaseData& data, const RunOptions& opt) {
+  if (opt.dump_dir.empty()) return Status::ok();
+  if (opt.dump_failed_only && !verdict_fails(r.verdict, false)) return Status::ok();
+  const std::string dir = opt.dump_failed_only ? opt.dump_dir + "/" + r.id : opt.dump_dir;
+  return dump_case_tensors(dir, r, CaseTensors{&data.inputs, &data.ref, &data.plan, &data.got});
+}
+
+// run_stages, then the dump; a failed dump is the caller's (`dumped`) or a warning of the result.
+CaseResult run_and_dump(const PreparedCase& pc, Backend& backend, const RunOptions& opt, CaseData& data,
+                        Status* dumped) {
+  CaseResult r = run_stages(pc, backend, opt, data);
+  Status st = dump_if_asked(r, data, opt);
+  if (dumped != nullptr) *dumped = st;
+  else if (!st.is_ok()) r.warnings.push_back("tensor dump: " + st.message());
+  return r;
+}
+
 }  // namespace
 
-CaseResult run_case(const PreparedCase& pc, Backend& backend, const RunOptions& opt) {
+CaseResult run_case(const PreparedCase& pc, Backend& backend, const RunOptions& opt, Status* dumped) {
   CaseData data;
-  return run_stages(pc, backend, opt, data);
+  return run_and_dump(pc, backend, opt, data, dumped);
 }
 
 CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt) {
@@ -177,7 +198,7 @@ CaseResult run_case_isolated(const PreparedCase& pc, Backend& backend, const Run
         // into CRASHED: the guards (stage 7) are the check for writes outside the outputs, and a
         // run in one process (--no-isolate) still frees everything.
         CaseData data;
-        const CaseResult r = run_stages(pc, backend, opt, data);
+        const CaseResult r = run_and_dump(pc, backend, opt, data, nullptr);
         send_result_and_exit(to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       },
       opt.timeout_s);

@@ -13,8 +13,9 @@
 
 namespace opgate {
 
-// Runs one prepared case in this process.
-CaseResult run_case(const PreparedCase& pc, Backend& backend, const RunOptions& opt);
+// Runs one prepared case in this process. With opt.dump_dir, `dumped` (when given) receives how
+// writing the tensor dump went; otherwise a failed dump becomes one of the result's warnings.
+CaseResult run_case(const PreparedCase& pc, Backend& backend, const RunOptions& opt, Status* dumped = nullptr);
 // Prepares and runs one case (callers without a report folder: repro, shrink, tests).
 CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt);
 // Runs one case in a forked child; a hang becomes TIMEOUT, a signal or abort CRASHED. The child

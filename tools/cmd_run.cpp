@@ -22,6 +22,7 @@
 #include "core/json_read.h"
 #include "core/parallel.h"
 #include "core/version.h"
+#include "harness/dump.h"
 #include "harness/golden.h"
 #include "harness/runner.h"
 #include "reports/result_text.h"
@@ -48,6 +49,7 @@ struct RunFlags {
   ColorMode color = ColorMode::kAuto;       // --color
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  // for the totals line
   bool overwrite = false;  // --overwrite: an --out holding a previous report is removed first
+  bool dump_failed = false;  // --dump-failed: each failing case's tensors into <out>/failed/<id>/
   bool extreme_fills = false;  // --generate: each case gets one extreme per-tensor fill
   int64_t generate = 0;  // > 0: run this many freshly generated cases per operator
   uint64_t seed = 1;
@@ -111,6 +113,16 @@ RunOptions run_options(const RunFlags& f, const std::string& root) {
   o.isolate = !f.no_isolate;
   o.timeout_s = f.timeout_s;
   o.repro_prefix = self_exe();  // a pasteable repro: `opgate` is seldom on PATH
+  return o;
+}
+
+// A run's options with its report folder: --dump-failed writes into <out>/failed/<id>/.
+RunOptions run_options_into(const RunFlags& f, const std::string& root, const std::string& out) {
+  RunOptions o = run_options(f, root);
+  if (f.dump_failed) {
+    o.dump_dir = out + "/failed";
+    o.dump_failed_only = true;
+  }
   return o;
 }
 
@@ -246,6 +258,7 @@ std::string resume_command(const RunFlags& f, const std::string& out) {
   if (!f.history.empty()) add("--history", f.history);
   if (!f.kernel_rev.empty()) add("--kernel-rev", f.kernel_rev);
   if (f.strict) cmd += " --strict";
+  if (f.dump_failed) cmd += " --dump-failed";
   if (f.no_isolate) cmd += " --no-isolate";
   if (f.quiet) cmd += " --quiet";
   return cmd;
@@ -617,8 +630,8 @@ int run_cases(RunFlags& f, const CLI::App& cmd) {
   std::vector<std::string> skipped;
   auto cases = selected_cases(f, root, counts, skipped);
   if (!cases) return fail(cases.status());
-  const RunOptions opt = run_options(f, root);
   const std::string out = f.out.empty() ? default_out_dir(root, f.backend, f.sel) : f.out;
+  const RunOptions opt = run_options_into(f, root, out);
   // The baseline folder first: it holds a report too, and "use --overwrite" would be the wrong advice.
   if (!f.baseline.path.empty()) {
     if (auto st = check_out_is_not_baseline(out, f.baseline.path); !st.is_ok()) return fail(st);
@@ -719,6 +732,27 @@ void print_repro(const Case& chosen, const CaseResult& r, const std::string& whe
   if (verdict_fails(r.verdict, true)) fmt::print("{}", describe_result(r, 10));
 }
 
+// Runs the chosen case in this process, prints everything about it and, with --dump, writes its
+// tensors. Like `run`, a case that makes no problem (bad params, over --max-case-bytes) or a dump
+// folder that cannot be written is bad input: one line, exit 2, nothing computed or written.
+int repro_case(const Case& chosen, const RunFlags& f, const std::string& dump, const std::string& where) {
+  RunOptions opt = run_options(f, repo_root(f.root));
+  opt.dump_dir = dump;
+  if (!dump.empty()) {
+    if (Status st = check_dump_folder(dump); !st.is_ok()) return fail(st);
+  }
+  const PreparedCase prepared = prepare_case(chosen, f.backend, opt);
+  if (!prepared.problem) return fail(prepared.problem_error);
+  auto backend = make_backend(f.backend);
+  if (!backend) return fail(backend.status());
+  Status dumped = Status::ok();
+  CaseResult r = run_case(prepared, **backend, opt, &dumped);
+  print_repro(chosen, r, where);
+  if (!dumped.is_ok()) return fail(dumped);
+  if (!dump.empty()) fmt::print("tensors: {} (README.txt says how to load them)\n", dump);
+  return verdict_fails(r.verdict, false) ? 1 : 0;
+}
+
 }  // namespace
 
 void add_run(CLI::App& app, int& exit_code) {
@@ -735,6 +769,8 @@ void add_run(CLI::App& app, int& exit_code) {
       ->excludes(resume);
   cmd->add_flag("--no-isolate", f->no_isolate, "Run cases in this process (for debuggers)");
   cmd->add_flag("--strict", f->strict, "MISTRUSTED cases fail the gate");
+  cmd->add_flag("--dump-failed", f->dump_failed,
+                "Write each failing case's inputs, expected, got and allowance as .npy into <out>/failed/<id>/");
   cmd->add_flag("-q,--quiet", f->quiet, "Print failures only");
   cmd->add_flag("-v,--verbose", f->verbose, "Passing lines name each output's check; failures show more elements");
   cmd->add_option("--color", f->color, "Colour: auto (a terminal without NO_COLOR or CI), always, never")
@@ -783,10 +819,13 @@ void add_repro(CLI::App& app, int& exit_code) {
   auto f = std::make_shared<RunFlags>();
   auto source = std::make_shared<std::string>();
   auto id = std::make_shared<std::string>();
+  auto dump = std::make_shared<std::string>();
   cmd->add_option("case", *source, "A case file, a failed/<id>.json, or a case as JSON text")->required();
   cmd->add_option("--id", *id, "The case id within a case file");
+  cmd->add_option("--dump", *dump, "Write the case's inputs, expected, got and allowance as .npy files into DIR")
+      ->type_name("DIR");
   add_common(cmd, *f);
-  cmd->callback([f, cmd, source, id, &exit_code] {
+  cmd->callback([f, cmd, source, id, dump, &exit_code] {
     struct stat st {};
     const bool is_file = stat(source->c_str(), &st) == 0;
     // Case text is a JSON object or array; anything else was meant as a file name.
@@ -823,22 +862,7 @@ void add_repro(CLI::App& app, int& exit_code) {
         return;
       }
     }
-    // Like `run`, a case that does not make a problem (bad params, over --max-case-bytes) is bad
-    // input: one line, exit 2, and nothing computed.
-    const RunOptions opt = run_options(*f, repo_root(f->root));
-    const PreparedCase prepared = prepare_case(*chosen, f->backend, opt);
-    if (!prepared.problem) {
-      exit_code = fail(prepared.problem_error);
-      return;
-    }
-    auto backend = make_backend(f->backend);
-    if (!backend) {
-      exit_code = fail(backend.status());
-      return;
-    }
-    CaseResult r = run_case(prepared, **backend, opt);
-    print_repro(*chosen, r, is_file ? *source : "the command line");
-    exit_code = verdict_fails(r.verdict, false) ? 1 : 0;
+    exit_code = repro_case(*chosen, *f, *dump, is_file ? *source : "the command line");
   });
 }
 

@@ -36,7 +36,8 @@ deb_test=(libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev python3 p
           ccache           # serves the main build's objects to tests/scaffold/scaffold_test.sh's copy
           libopenblas-dev  # the dgemm peer of bench/ only (never linked into opgate)
           chromium         # the browser test of report.html (ctest -L browser)
-          libxml2-utils)   # xmllint: junit.xml against the JUnit schema (cli.junit_test)
+          libxml2-utils    # xmllint: junit.xml against the JUnit schema (cli.junit_test)
+          python3-numpy)   # loads tensor dumps the way a user would (cli.dump_test)
 # clang: sanitizers and libFuzzer (asan, fuzz; OPGATE_WITH_CLANG=1 adds it to any preset).
 deb_clang=(clang libclang-rt-14-dev)
 deb_coverage=(gcovr)
@@ -49,7 +50,7 @@ deb_floor=(g++-11 clang-13)
 rpm_runtime=(cmake ninja-build gcc-c++ pkgconf json-devel fmt-devel cli11-devel openssl-devel
              sqlite-devel xxhash-devel)
 rpm_test=(gtest-devel gmock-devel rapidcheck-devel google-benchmark-devel python3 procps-ng ccache
-          openblas-devel chromium libxml2)
+          openblas-devel chromium libxml2 python3-numpy)
 rpm_clang=(clang compiler-rt)
 rpm_coverage=(gcovr)
 rpm_floor=()

@@ -38,7 +38,7 @@ contains() { grep -qF -- "$1" <<<"$out" || fail "setup.sh $2: output lacks '$1':
 runtime=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libfmt-dev libcli11-dev libssl-dev libsqlite3-dev
          libxxhash-dev)
 test_only=(libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev libopenblas-dev chromium libxml2-utils ccache
-           python3 gcovr clang)
+           python3 python3-numpy gcovr clang)
 
 # ---- Debian: the installed set is read from $scratch/installed, one package a line ----
 # A line "pkg" is pkg installed for amd64 (the fake dpkg's architecture), "pkg:arm64" a foreign copy.
