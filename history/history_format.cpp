@@ -86,9 +86,11 @@ nlohmann::json failing_json(const std::vector<FailingCase>& cases) {
 
 std::string flaky_text(const std::vector<FlakyCase>& cases, int64_t unrevisioned) {
   std::string out;
-  if (cases.empty()) out = "no case changed its verdict between runs of one kernel rev\n";
+  if (cases.empty()) out = "no case changed its verdict between runs of one kernel rev on one backend\n";
   for (const auto& c : cases) {
-    out += fmt::format("{}  kernel rev {}: {} flip(s) in {} runs:", c.case_id, c.kernel_rev, c.flips, c.runs.size());
+    const std::string soc = c.soc.empty() ? "" : " (" + c.soc + ")";
+    out += fmt::format("{}  kernel rev {} on {}{}: {} flip(s) in {} runs:", c.case_id, c.kernel_rev, c.backend, soc,
+                       c.flips, c.runs.size());
     for (const auto& r : c.runs) out += fmt::format(" {}:{}", r.run.run_id, r.verdict);
     out += "\n";
   }
@@ -101,7 +103,7 @@ nlohmann::json flaky_json(const std::vector<FlakyCase>& cases, int64_t unrevisio
   for (const auto& c : cases) {
     nlohmann::json runs = nlohmann::json::array();
     for (const auto& r : c.runs) runs.push_back(result_json(r));
-    arr.push_back({{"case", c.case_id}, {"op", c.op}, {"kernel_rev", c.kernel_rev}, {"flips", c.flips}, {"runs", runs}});
+    arr.push_back({{"case", c.case_id}, {"op", c.op}, {"kernel_rev", c.kernel_rev}, {"backend", c.backend}, {"soc", c.soc}, {"flips", c.flips}, {"runs", runs}});
   }
   return {{"flaky", arr}, {"runs_without_kernel_rev", unrevisioned}};
 }

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -36,7 +37,7 @@ std::string run_state(bool ended, const std::string& host, int64_t pid) {
 Expected<std::vector<Row>> load_results(const HistoryDb& db, const std::string& case_id) {
   std::string sql =
       "SELECT c.case_id, c.op, r.run_id, u.started_at, u.kernel_rev, u.backend, u.ended_at IS NOT NULL, u.host, "
-      "u.pid, r.verdict, r.reason FROM results r JOIN cases c USING (case_pk) JOIN runs u USING (run_id)";
+      "u.pid, r.verdict, r.reason, u.soc FROM results r JOIN cases c USING (case_pk) JOIN runs u USING (run_id)";
   if (!case_id.empty()) sql += " WHERE c.case_id = ?";
   sql += " ORDER BY c.case_id, r.run_id";
   OPGATE_ASSIGN_OR_RETURN(Statement st, db.prepare(sql));
@@ -56,6 +57,7 @@ Expected<std::vector<Row>> load_results(const HistoryDb& db, const std::string& 
     run.state = run_state(st.integer(6) != 0, st.text(7), st.integer(8));
     row.result.verdict = st.text(9);
     row.result.reason = st.text(10);
+    run.soc = st.text(11);
     rows.push_back(std::move(row));
   }
   if (!case_id.empty() && rows.empty()) {
@@ -162,18 +164,20 @@ Expected<std::vector<FlakyCase>> flaky_cases(const HistoryDb& db, int64_t* unrev
   OPGATE_ASSIGN_OR_RETURN(std::vector<Row> rows, load_results(db, ""));
   std::vector<FlakyCase> out;
   per_case(rows, [&](size_t first, size_t last) {
-    std::map<std::string, FlakyCase> by_rev;  // kernel revs in name order
+    // (kernel rev, backend, SoC) in name order: one device under one kernel build.
+    std::map<std::tuple<std::string, std::string, std::string>, FlakyCase> by_device;
     for (const Row* row : judged(rows, first, last)) {
-      if (row->result.run.kernel_rev.empty()) continue;
-      FlakyCase& f = by_rev[row->result.run.kernel_rev];
+      const RunRef& run = row->result.run;
+      if (run.kernel_rev.empty()) continue;
+      FlakyCase& f = by_device[{run.kernel_rev, run.backend, run.soc}];
       if (!f.runs.empty() && f.runs.back().verdict != row->result.verdict) ++f.flips;
       f.runs.push_back(row->result);
     }
-    for (auto& [rev, f] : by_rev) {
+    for (auto& [device, f] : by_device) {
       if (f.flips == 0) continue;
       f.case_id = rows[first].case_id;
       f.op = rows[first].op;
-      f.kernel_rev = rev;
+      std::tie(f.kernel_rev, f.backend, f.soc) = device;
       out.push_back(std::move(f));
     }
   });

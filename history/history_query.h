@@ -19,6 +19,7 @@ struct RunRef {
   std::string started_at;
   std::string kernel_rev;  // empty: not given
   std::string backend;
+  std::string soc;    // empty: the backend reports none
   std::string state;  // finished, interrupted (never ended: killed), running (its process is alive here)
 };
 
@@ -45,12 +46,13 @@ struct FailingCase {
 Expected<std::vector<FailingCase>> failing_cases(const HistoryDb& db, const std::string& since);
 
 struct FlakyCase {
-  std::string case_id, op, kernel_rev;
-  std::vector<CaseRun> runs;  // the case's results with this kernel rev, SKIPPED left out
+  std::string case_id, op, kernel_rev, backend, soc;
+  std::vector<CaseRun> runs;  // the case's results with this kernel rev, backend and SoC, SKIPPED left out
   int64_t flips = 0;          // verdict changes between consecutive results
 };
 
-// Cases whose verdict changed between runs of one kernel rev (runs without --kernel-rev left out);
+// Cases whose verdict changed between runs of one kernel rev on one backend and SoC (a fault night
+// beside an emu night is two devices, not a flaky kernel; runs without --kernel-rev left out);
 // `*unrevisioned` gets the number of runs without a kernel rev.
 Expected<std::vector<FlakyCase>> flaky_cases(const HistoryDb& db, int64_t* unrevisioned);
 

@@ -1,11 +1,13 @@
 // opgate: golden-reference validation and fuzzing harness for Ascend aclnn operators.
 // Sub-command dispatch; exit codes: 0 nothing failed, 1 a case failed, 2 usage or harness error.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <new>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -75,6 +77,59 @@ std::string version_text() {
          " (references use " + opgate::isa_name(opgate::math::isa()) + ", OPGATE_ISA pins another)";
 }
 
+// Levenshtein distance, for "did you mean": a typo is an edit or two away from the command.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The word where a sub-command was expected but none has that name ("hsitory" in `opgate hsitory`,
+// "flakey" in `opgate history flakey`), as "unknown command ...; did you mean ...?", or "" when
+// the command line names every command it reaches. Words after an option that takes a value are
+// skipped; a command with positional arguments takes any word.
+std::string unknown_command(CLI::App& app, int argc, char** argv) {
+  CLI::App* cur = &app;
+  std::string path = "opgate";
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.rfind("-", 0) == 0) {
+      const CLI::Option* opt = word.find('=') == std::string::npos ? cur->get_option_no_throw(word) : nullptr;
+      if (opt != nullptr && opt->get_expected_min() > 0) ++i;
+      continue;
+    }
+    const auto subs = cur->get_subcommands([](CLI::App*) { return true; });
+    const auto named = std::find_if(subs.begin(), subs.end(), [&](CLI::App* sub) { return sub->check_name(word); });
+    if (named != subs.end()) {
+      cur = *named;
+      path += " " + word;
+      continue;
+    }
+    const auto positionals = cur->get_options([](const CLI::Option* o) { return o->get_positional(); });
+    if (subs.empty() || !positionals.empty()) return "";
+    std::string best;
+    size_t best_distance = 3;  // at most two edits
+    for (const CLI::App* sub : subs) {
+      const size_t d = edit_distance(word, sub->get_name());
+      if (d < best_distance) best_distance = d, best = sub->get_name();
+    }
+    std::string all;
+    for (const CLI::App* sub : subs) all += (all.empty() ? "" : ", ") + sub->get_name();
+    return best.empty() ? fmt::format("unknown command '{}' for '{}' (commands: {})", word, path, all)
+                        : fmt::format("unknown command '{}' for '{}'; did you mean '{}'?", word, path, best);
+  }
+  return "";
+}
+
 int run_cli(int argc, char** argv) {
   CLI::App app{std::string("opgate ") + opgate::harness_version() +
                ": golden-reference validation and fuzzing harness for Ascend aclnn operators",
@@ -119,7 +174,10 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "opgate: error: {}\n", name_env_source(app, e.what(), argc, argv));
+    // A mistyped command makes CLI11 say "A subcommand is required" or name a missing option of
+    // the command it did reach; the typo is the news.
+    const std::string typo = unknown_command(app, argc, argv);
+    fmt::print(stderr, "opgate: error: {}\n", typo.empty() ? name_env_source(app, e.what(), argc, argv) : typo);
     return opgate::cli::kExitUsage;
   }
   return exit_code;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What users of other test tools reach for: `opgate` alone prints the help; tools/gate.sh --help and
 # tools/test.sh --help print their usage without building; `list --json` holds what the text
-# listing holds; `cmake --install` gives an opgate that works from any directory.
+# listing holds; `cmake --install` gives an opgate that works from any directory; a mistyped
+# command gets "did you mean" (git's habit), also below a command and past its options.
 # Usage: habits_test.sh <opgate binary> <source dir> <scratch dir>
 source "$(dirname "$0")/lib.sh" "$@"
 BUILD="$(dirname "$OPGATE")"
@@ -125,6 +126,15 @@ PATH="$PREFIX/bin:$PATH" opgate golden verify --op mfrg >"$WORK/inst_verify.txt"
 check "the installed golden files verify" test $? -eq 0
 check "nothing but the report was written where it ran" test "$(ls "$WORK/elsewhere")" = "r"
 cd - >/dev/null || exit 1
+
+# --- a mistyped command: one line naming it and the command it is one or two edits from ---
+expect_error 2 "^opgate: error: unknown command 'hsitory' for 'opgate'; did you mean 'history'\?$" hsitory
+expect_error 2 "unknown command 'rn' for 'opgate'; did you mean 'run'\?$" rn --op mfrg
+expect_error 2 "unknown command 'flakey' for 'opgate history'; did you mean 'flaky'\?$" history --db "$WORK/h.db" flakey
+expect_error 2 "unknown command 'regenn' for 'opgate golden'; did you mean 'regen'\?$" --max-case-bytes 2G golden regenn
+expect_error 2 "unknown command 'zzzzzz' for 'opgate' \(commands: list, run, .*history\)$" zzzzzz
+expect_error 2 "^opgate: error: --op 'mfgr': unknown operator" run --op mfgr  # a value, not a command
+check "no history database was created by the typo" test ! -e "$WORK/h.db"
 
 echo "habits tests: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -109,9 +109,58 @@ TEST_F(HistoryQueryTest, FlakyIsAVerdictChangeUnderOneKernelRev) {
   EXPECT_EQ((*flaky)[1].case_id, "c1");
   EXPECT_EQ((*flaky)[1].kernel_rev, "B");
   EXPECT_EQ(flaky_text(*flaky, unrevisioned),
-            "c1  kernel rev A: 1 flip(s) in 2 runs: 1:PASSED 2:FAILED\n"
-            "c1  kernel rev B: 1 flip(s) in 2 runs: 3:FAILED 4:TIMEOUT\n"
+            "c1  kernel rev A on emu: 1 flip(s) in 2 runs: 1:PASSED 2:FAILED\n"
+            "c1  kernel rev B on emu: 1 flip(s) in 2 runs: 3:FAILED 4:TIMEOUT\n"
             "(1 run(s) without --kernel-rev left out)\n");
+}
+
+// One kernel rev judged by three devices: a fault night fails the case, an emu night and an
+// ascend night on two SoCs pass it. No device changed its mind, so nothing is flaky; a second emu
+// night that fails it is a flip of the emu device only.
+class HistoryFlaky : public testing::ScratchDir {};
+
+TEST_F(HistoryFlaky, IsJudgedPerBackendAndSoc) {
+  const std::string file = path("h.db");
+  auto rec = HistoryRecorder::open(file);
+  ASSERT_TRUE(rec) << rec.status().message();
+  struct Night {
+    const char* backend;
+    const char* soc;
+    const char* verdict;
+  };
+  auto record = [&](const std::vector<Night>& nights) {
+    for (const Night& n : nights) {
+      RunMeta m;
+      m.started_at = "2026-11-01T00:00:00Z";
+      m.kernel_rev = "A";
+      m.harness_version = "test";
+      m.backend = n.backend;
+      m.soc = n.soc;
+      m.host = "elsewhere";
+      ASSERT_TRUE((*rec)->begin_run(m).is_ok());
+      ASSERT_TRUE((*rec)->record(make_case("c1", n.verdict)).is_ok());
+      ASSERT_TRUE((*rec)->end_run(0).is_ok());
+    }
+  };
+  auto flaky = [&] {
+    auto db = HistoryDb::open_for_reading(file);
+    EXPECT_TRUE(db) << db.status().message();
+    int64_t unrevisioned = 0;
+    auto f = flaky_cases(*db, &unrevisioned);
+    EXPECT_TRUE(f) << f.status().message();
+    return f ? *f : std::vector<FlakyCase>{};
+  };
+  record({{"fault:ifa.pse_scaled", "", "FAILED"}, {"emu", "", "PASSED"}, {"ascend", "Ascend910B1", "PASSED"},
+          {"ascend", "Ascend910B2", "FAILED"}});
+  EXPECT_TRUE(flaky().empty());
+  record({{"emu", "", "FAILED"}});
+  const auto f = flaky();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].backend, "emu");
+  EXPECT_EQ(f[0].flips, 1);
+  ASSERT_EQ(f[0].runs.size(), 2u);
+  EXPECT_EQ(f[0].runs[0].run.run_id, 2);
+  EXPECT_EQ(f[0].runs[1].run.run_id, 5);
 }
 
 TEST_F(HistoryQueryTest, TrendIsBudgetUsedPerRun) {
