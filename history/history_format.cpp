@@ -108,6 +108,40 @@ nlohmann::json flaky_json(const std::vector<FlakyCase>& cases, int64_t unrevisio
   return {{"flaky", arr}, {"runs_without_kernel_rev", unrevisioned}};
 }
 
+// "  3  2026-12-01T18:00:00Z  rev abc  emu  ci  exit 1  240 cases: 238 PASSED, 2 FAILED"
+std::string runs_text(const std::vector<RecordedRun>& runs) {
+  if (runs.empty()) return "no run is recorded\n";
+  std::string out;
+  for (const RecordedRun& r : runs) {
+    std::string counts;
+    for (const auto& [verdict, n] : r.verdicts) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, verdict);
+    const std::string soc = r.soc.empty() ? "" : " (" + r.soc + ")";
+    const std::string ended = r.exit_code ? fmt::format("exit {}", *r.exit_code) : r.run.state;
+    out += fmt::format("{:>5}  {}  rev {}  {}{}  {}{}  {}  {} case{}{}{}\n", r.run.run_id, r.run.started_at,
+                       rev_text(r.run.kernel_rev), r.run.backend, soc, r.tiers.empty() ? "files" : r.tiers,
+                       r.shard.empty() ? "" : " shard " + r.shard, ended, r.cases, r.cases == 1 ? "" : "s",
+                       counts.empty() ? "" : ": ", counts);
+  }
+  return out;
+}
+
+nlohmann::json runs_json(const std::vector<RecordedRun>& runs) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const RecordedRun& r : runs) {
+    nlohmann::json j = run_json(r.run);
+    j["ended_at"] = r.ended_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.ended_at);
+    j["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr);
+    j["soc"] = r.soc.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.soc);
+    j["shard"] = r.shard.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.shard);
+    j["host"] = r.host;
+    j["tiers"] = r.tiers;
+    j["cases"] = r.cases;
+    j["verdicts"] = r.verdicts;
+    arr.push_back(std::move(j));
+  }
+  return {{"runs", arr}};
+}
+
 std::string trend_text(const Trend& t) {
   std::string out = fmt::format("budget_used of {} (worst |error| / allowance, 1 is at the tolerance, 0 under an exact "
                                 "check; * the output failed)\n",

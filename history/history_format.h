@@ -16,6 +16,9 @@ nlohmann::json failing_json(const std::vector<FailingCase>& cases);
 std::string flaky_text(const std::vector<FlakyCase>& cases, int64_t unrevisioned);
 nlohmann::json flaky_json(const std::vector<FlakyCase>& cases, int64_t unrevisioned);
 
+std::string runs_text(const std::vector<RecordedRun>& runs);
+nlohmann::json runs_json(const std::vector<RecordedRun>& runs);
+
 std::string trend_text(const Trend& t);
 nlohmann::json trend_json(const Trend& t);
 

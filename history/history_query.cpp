@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/report_folder.h"
 
@@ -153,6 +154,54 @@ Expected<std::vector<FailingCase>> failing_cases(const HistoryDb& db, const std:
                    static_cast<int64_t>(results.size() - start)});
   });
   return out;
+}
+
+Expected<std::vector<RecordedRun>> recorded_runs(const HistoryDb& db, int64_t last) {
+  std::vector<RecordedRun> runs;
+  {
+    OPGATE_ASSIGN_OR_RETURN(Statement st, db.prepare(
+        "SELECT run_id, started_at, ended_at, exit_code, kernel_rev, backend, soc, shard, host, pid, selection "
+        "FROM (SELECT * FROM runs ORDER BY run_id DESC LIMIT ?) ORDER BY run_id"));
+    st.bind(1, last > 0 ? last : int64_t{-1});  // SQLite: a negative LIMIT is no limit
+    for (;;) {
+      OPGATE_ASSIGN_OR_RETURN(bool more, st.step());
+      if (!more) break;
+      RecordedRun r;
+      r.run.run_id = st.integer(0);
+      r.run.started_at = st.text(1);
+      r.ended_at = st.text(2);
+      if (!st.is_null(3)) r.exit_code = st.integer(3);
+      r.run.kernel_rev = st.text(4);
+      r.run.backend = st.text(5);
+      r.soc = r.run.soc = st.text(6);
+      r.shard = st.text(7);
+      r.host = st.text(8);
+      r.run.state = run_state(!st.is_null(2), r.host, st.integer(9));
+      // The selection as run.json records it; a damaged one lists no tiers rather than failing.
+      const nlohmann::json sel = nlohmann::json::parse(st.text(10), nullptr, false);
+      if (sel.is_object() && sel.contains("tiers") && sel["tiers"].is_array()) {
+        for (const auto& t : sel["tiers"]) {
+          if (t.is_string()) r.tiers += (r.tiers.empty() ? "" : ",") + t.get<std::string>();
+        }
+      }
+      runs.push_back(std::move(r));
+    }
+  }
+  if (runs.empty()) return runs;
+  OPGATE_ASSIGN_OR_RETURN(Statement st, db.prepare(
+      "SELECT run_id, verdict, count(*) FROM results WHERE run_id >= ? GROUP BY run_id, verdict"));
+  st.bind(1, runs.front().run.run_id);
+  std::map<int64_t, RecordedRun*> by_id;
+  for (RecordedRun& r : runs) by_id[r.run.run_id] = &r;
+  for (;;) {
+    OPGATE_ASSIGN_OR_RETURN(bool more, st.step());
+    if (!more) break;
+    auto it = by_id.find(st.integer(0));
+    if (it == by_id.end()) continue;
+    it->second->verdicts[st.text(1)] = st.integer(2);
+    it->second->cases += st.integer(2);
+  }
+  return runs;
 }
 
 Expected<std::vector<FlakyCase>> flaky_cases(const HistoryDb& db, int64_t* unrevisioned) {

@@ -56,6 +56,19 @@ struct FlakyCase {
 // `*unrevisioned` gets the number of runs without a kernel rev.
 Expected<std::vector<FlakyCase>> flaky_cases(const HistoryDb& db, int64_t* unrevisioned);
 
+// One recorded run as `history runs` lists it.
+struct RecordedRun {
+  RunRef run;
+  std::string ended_at;                   // empty: never ended
+  std::optional<int64_t> exit_code;       // none: never ended
+  std::string soc, shard, host, tiers;    // tiers: the selection's, comma-separated ("" for case files)
+  std::map<std::string, int64_t> verdicts;  // verdict -> cases
+  int64_t cases = 0;
+};
+
+// The recorded runs, oldest first; `last` > 0: only the last N.
+Expected<std::vector<RecordedRun>> recorded_runs(const HistoryDb& db, int64_t last);
+
 struct TrendPoint {
   CaseRun result;
   std::map<std::string, double> budget_used;  // by output; NaN: not measured; absent: no such output then

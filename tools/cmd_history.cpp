@@ -63,6 +63,14 @@ void add_history(CLI::App& app, int& exit_code) {
         [&](const auto& c) { return history::flaky_json(c, unrevisioned); });
   });
 
+  auto* runs = cmd->add_subcommand("runs", "The recorded runs: date, kernel rev, backend, tiers, exit code, counts");
+  runs->add_option("--last", f->last, "The last N runs (default 30)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  runs->callback([f, &exit_code] {
+    exit_code = answer(
+        *f, [&](const history::HistoryDb& db) { return history::recorded_runs(db, f->last); }, history::runs_text,
+        history::runs_json);
+  });
+
   auto* trend = cmd->add_subcommand("trend", "budget_used of a case's outputs per run, with a sparkline");
   trend->add_option("--case", f->case_id, "Case id")->required();
   trend->add_option("--output", f->output, "One output (default: all)");

@@ -28,6 +28,10 @@ check "flaky exits 0" test $? -eq 0
 check "flaky: a fault night beside emu nights is not a flip" \
   grep -qx "no case changed its verdict between runs of one kernel rev on one backend" "$WORK/flaky.txt"
 check "flaky prints one line" test "$(wc -l <"$WORK/flaky.txt")" -eq 1
+"$OPGATE" history --db "$DB" runs >"$WORK/runs.txt" 2>&1
+check "runs: three lines, exit codes 0 1 0, the fault backend named" \
+  test "$(awk '{print $1, $5, $8}' "$WORK/runs.txt" | tr '\n' ';')" = "1 emu 0;2 fault:mfrg.k_major_index 1;3 emu 0;"
+check "runs: each run judged one case" test "$(grep -c '  exit [01]  1 case: 1 \(PASSED\|FAILED\)$' "$WORK/runs.txt")" -eq 3
 
 "$OPGATE" history --db "$DB" trend --case "$CASE" --output gradScalesOut >"$WORK/trend.txt" 2>&1
 check "trend exits 0" test $? -eq 0

@@ -114,6 +114,24 @@ TEST_F(HistoryQueryTest, FlakyIsAVerdictChangeUnderOneKernelRev) {
             "(1 run(s) without --kernel-rev left out)\n");
 }
 
+TEST_F(HistoryQueryTest, RunsListsEachRunWithItsCounts) {
+  auto all = recorded_runs(*db_, 0);
+  ASSERT_TRUE(all) << all.status().message();
+  ASSERT_EQ(all->size(), 5u);
+  EXPECT_EQ((*all)[0].cases, 3);  // run 1: c1 PASSED, c2 FAILED, c3 PASSED
+  EXPECT_EQ((*all)[0].verdicts, (std::map<std::string, int64_t>{{"FAILED", 1}, {"PASSED", 2}}));
+  EXPECT_EQ((*all)[2].verdicts, (std::map<std::string, int64_t>{{"FAILED", 1}, {"PASSED", 1}, {"SKIPPED", 1}}));
+  EXPECT_FALSE((*all)[3].exit_code.has_value());  // run 4 was killed
+  auto last = recorded_runs(*db_, 2);
+  ASSERT_TRUE(last) << last.status().message();
+  EXPECT_EQ(runs_text(*last),
+            "    4  2026-11-04T00:00:00Z  rev B  emu  files  interrupted  3 cases: 1 FAILED, 1 PASSED, 1 TIMEOUT\n"
+            "    5  2026-11-05T00:00:00Z  rev -  emu  files  exit 0  1 case: 1 FAILED\n");
+  const nlohmann::json j = runs_json(*last);
+  EXPECT_EQ(j["runs"][0]["exit_code"], nullptr);
+  EXPECT_EQ(j["runs"][1]["verdicts"]["FAILED"], 1);
+}
+
 // One kernel rev judged by three devices: a fault night fails the case, an emu night and an
 // ascend night on two SoCs pass it. No device changed its mind, so nothing is flaky; a second emu
 // night that fails it is a flip of the emu device only.

@@ -60,10 +60,14 @@ TEST_F(Summary, every_failure_is_listed_with_its_repro) {
 
 TEST_F(Summary, opens_with_a_sentence_and_keeps_json_out_of_the_first_lines) {
   const auto lines = summary(2, 1);
-  ASSERT_GE(lines.size(), 4u);
+  ASSERT_GE(lines.size(), 6u);
   EXPECT_EQ(lines[0], "opgate: 2 of 3 cases failed on fault:x.y");
-  EXPECT_EQ(lines[2], "failed cases (2):");
-  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(lines[i].find('{'), std::string::npos) << lines[i];
+  // Then when, where and what (reports/run_facts.h), a blank line, and the failures.
+  EXPECT_EQ(lines[1].rfind("started ", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind("kernel rev not given · CANN n/a (backend fault:x.y)", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3].rfind("selection: ", 0), 0u) << lines[3];
+  EXPECT_EQ(lines[5], "failed cases (2):");
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(lines[i].find('{'), std::string::npos) << lines[i];
   EXPECT_EQ(lines.back().rfind("cases:3 passed:1 failed:2 ", 0), 0u) << lines.back();
 }
 
@@ -79,7 +83,12 @@ TEST_F(Summary, run_info_is_read_back_from_it_without_run_json) {
   auto info = read_run_info(dir_);
   ASSERT_TRUE(info) << info.status().message();
   EXPECT_EQ(info->path, dir_ + "/summary.txt");
-  EXPECT_EQ(info->info, kRunInfo);
+  // The run info as written, which the finish completes with its end time (reports/run_facts.h).
+  nlohmann::json read = info->info;
+  ASSERT_TRUE(read.contains("finished_at"));
+  EXPECT_EQ(read["finished_at"].get<std::string>().back(), 'Z');
+  read.erase("finished_at");
+  EXPECT_EQ(read, kRunInfo);
 }
 
 }  // namespace
