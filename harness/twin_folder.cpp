@@ -45,7 +45,10 @@ Expected<TwinFiles> read_twin_files(const std::string& root, const std::string& 
   for (const std::string& name : names) {
     const std::string path = files.dir + "/" + name + ".npy";
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) continue;  // no twin for this output; its verdict names the path
+    const auto status = std::filesystem::symlink_status(path, ec);
+    if (!std::filesystem::exists(status)) continue;  // no twin for this output; its verdict names the path
+    // A FIFO would block the read and a link could point anywhere: golden folders refuse both too.
+    if (!std::filesystem::is_regular_file(status)) return parse_error(fmt::format("{}: not a regular file", path));
     auto bytes = read_file(path);
     if (!bytes) return bytes.status();
     auto t = decode_npy(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), path);

@@ -90,6 +90,13 @@ expect_error 2 "attention_out.npy: not an output of $OP \(expected attentionOut.
 mkdir -p "$WORK/junk/$OP/$ID" && printf 'not a numpy file' >"$WORK/junk/$OP/$ID/attentionOut.npy"
 expect_error 2 "$WORK/junk/$OP/$ID/attentionOut.npy: .*magic" \
   run --root "$SRC" --op ifa --tier smoke --filter "^$ID\$" --twin "$WORK/junk" --out "$WORK/r_junk"
+# A FIFO would block a reader and a link could point anywhere: both refused, nothing read through them.
+mkdir -p "$WORK/fifo/$OP/$ID" && mkfifo "$WORK/fifo/$OP/$ID/attentionOut.npy"
+expect_error 2 "$WORK/fifo/$OP/$ID/attentionOut.npy: not a regular file" \
+  run --root "$SRC" --op ifa --tier smoke --filter "^$ID\$" --twin "$WORK/fifo" --out "$WORK/r_fifo"
+twin linked round && mkdir -p "$WORK/link/$OP/$ID" && ln -s "$WORK/linked/$OP/$ID/attentionOut.npy" "$WORK/link/$OP/$ID/attentionOut.npy"
+expect_error 2 "$WORK/link/$OP/$ID/attentionOut.npy: not a regular file" \
+  run --root "$SRC" --op ifa --tier smoke --filter "^$ID\$" --twin "$WORK/link" --out "$WORK/r_link"
 # A shape is known only once the reference ran: INVALID_CASE naming the file and both shapes.
 twin shape round "<f2" 2,4,32
 run --twin "$WORK/shape" --out "$WORK/r_shape"
