@@ -115,7 +115,7 @@ std::string runs_text(const std::vector<RecordedRun>& runs) {
   for (const RecordedRun& r : runs) {
     std::string counts;
     for (const auto& [verdict, n] : r.verdicts) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, verdict);
-    const std::string soc = r.soc.empty() ? "" : " (" + r.soc + ")";
+    const std::string soc = r.run.soc.empty() ? "" : " (" + r.run.soc + ")";
     const std::string ended = r.exit_code ? fmt::format("exit {}", *r.exit_code) : r.run.state;
     out += fmt::format("{:>5}  {}  rev {}  {}{}  {}{}  {}  {} case{}{}{}\n", r.run.run_id, r.run.started_at,
                        rev_text(r.run.kernel_rev), r.run.backend, soc, r.tiers.empty() ? "files" : r.tiers,
@@ -131,7 +131,7 @@ nlohmann::json runs_json(const std::vector<RecordedRun>& runs) {
     nlohmann::json j = run_json(r.run);
     j["ended_at"] = r.ended_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.ended_at);
     j["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr);
-    j["soc"] = r.soc.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.soc);
+    j["soc"] = r.run.soc.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.run.soc);
     j["shard"] = r.shard.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.shard);
     j["host"] = r.host;
     j["tiers"] = r.tiers;

@@ -173,7 +173,7 @@ Expected<std::vector<RecordedRun>> recorded_runs(const HistoryDb& db, int64_t la
       if (!st.is_null(3)) r.exit_code = st.integer(3);
       r.run.kernel_rev = st.text(4);
       r.run.backend = st.text(5);
-      r.soc = r.run.soc = st.text(6);
+      r.run.soc = st.text(6);
       r.shard = st.text(7);
       r.host = st.text(8);
       r.run.state = run_state(!st.is_null(2), r.host, st.integer(9));

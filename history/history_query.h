@@ -61,7 +61,7 @@ struct RecordedRun {
   RunRef run;
   std::string ended_at;                   // empty: never ended
   std::optional<int64_t> exit_code;       // none: never ended
-  std::string soc, shard, host, tiers;    // tiers: the selection's, comma-separated ("" for case files)
+  std::string shard, host, tiers;         // tiers: the selection's, comma-separated ("" for case files)
   std::map<std::string, int64_t> verdicts;  // verdict -> cases
   int64_t cases = 0;
 };
