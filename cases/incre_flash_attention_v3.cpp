@@ -361,7 +361,7 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode /*
   o.tol.out_ulps = 0.5;
   // The magnitude is a first-order worst-case budget; the factor 2 covers second-order products
   // of roundings and an Exp instruction up to twice as inaccurate as assumed (README).
-  o.tol.c = 2;
+  o.tol.c = ref::kBudgetFactor;
   // The error-balance gate's independent unit is one query head, the D consecutive outputs
   // (b * N + n) * D + d of attentionOut in every layout. Inside a head the errors are correlated:
   // the D outputs share the head's softmax max, its row sum l (one division, so an error of l moves

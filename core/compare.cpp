@@ -558,6 +558,7 @@ struct Pass {
   int64_t balance_width;
   int64_t keep_largest;         // vacuity candidates kept (allowed_bad of all elements, + 1)
   int64_t row0, width;          // vacuity row swap: row0 >= 0 when tracked, rows of `width`
+  double range_max = std::numeric_limits<double>::infinity();  // vacuity: max_finite of a floating T
 
   double expected_at(int64_t i) const { return expected_f64 != nullptr ? expected_f64[i] : expected.get(i); }
   double magnitude_at(int64_t i) const {
@@ -655,9 +656,17 @@ void compare_element(const Pass& p, int64_t i, double e, double g, Part& part) {
   }
 }
 
+// A vacuity candidate's rank: |e| for an expected value in the dtype's range (the largest first,
+// so the perturbation lands on a non-trivial element), then a finite one beyond the range (its
+// tolerance may span the whole dtype), then NaN and Inf (perturbed into a number).
+double candidate_rank(double e, double range_max) {
+  if (!std::isfinite(e)) return -1.0;
+  return std::fabs(e) <= range_max ? std::fabs(e) : -0.5;
+}
+
 // The vacuity check's candidates and the row it would swap with row0, for the cared element i.
 OPGATE_HOT void note_vacuity(const Pass& p, int64_t i, double e, Part& part) {
-  const std::pair<double, int64_t> cand{std::isfinite(e) ? std::fabs(e) : -1.0, i};
+  const std::pair<double, int64_t> cand{candidate_rank(e, p.range_max), i};
   if (static_cast<int64_t>(part.largest.size()) < p.keep_largest) {
     part.largest.push_back(cand);
   } else if (p.keep_largest == 1) {
@@ -855,6 +864,7 @@ CompareResult compare_output(const OutputCheck& check, const Tensor& expected, c
             care.defined() && care.dtype() == DType::kU8 ? care.ptr<uint8_t>() : nullptr,
             is_integer(expected.dtype()), is_floating(check.device_dtype), numel, 1, one_rounding_bound(check),
             balance_width, allowed_bad(check, numel) + 1, -1, 1};
+  if (pass.floating) pass.range_max = max_finite(check.device_dtype);
   Part total;
   if (got.rank() >= 2 && got.dim(0) >= 2 && numel > 0) {
     total.m.axis_rows = got.dim(0);
@@ -1046,16 +1056,42 @@ std::optional<std::string> row_swap_check(const OutputCheck& check, const Tensor
   return std::nullopt;
 }
 
-// Every cared element as a vacuity candidate: (|expected|, or -1 when not finite; index).
+// Every cared element as a vacuity candidate: (candidate_rank, index).
 std::vector<std::pair<double, int64_t>> all_candidates(const Tensor& expected, const Tensor& got,
-                                                       const Tensor& care) {
+                                                       const Tensor& care, DType T) {
+  const double range_max = is_floating(T) ? max_finite(T) : std::numeric_limits<double>::infinity();
   std::vector<std::pair<double, int64_t>> cand;
   for (int64_t i = 0; i < got.numel(); ++i) {
     if (!cared(care, i)) continue;
-    const double e = expected.get(i);
-    cand.emplace_back(std::isfinite(e) ? std::fabs(e) : -1.0, i);
+    cand.emplace_back(candidate_rank(expected.get(i), range_max), i);
   }
   return cand;
+}
+
+// The vacuity check's move of element i: the nearest value its check rejects, or none when its
+// tolerance spans the dtype's range; `allowed` is set to its allowance.
+std::optional<double> vacuity_move(const OutputCheck& check, const Tensor& expected, const Tensor& magnitude,
+                                   int64_t i, double& allowed) {
+  const DType T = check.device_dtype;
+  const bool integer_expected = is_integer(expected.dtype());
+  const double e = expected.get(i);
+  const double er = integer_expected ? e : round_to(T, e, check.rounding);
+  const double mag = magnitude.defined() ? magnitude.get(i) : 0.0;
+  allowed = element_allowance(check, centre(check, e, er), mag);
+  // An expected NaN or Inf: any number there fails.
+  // A one-rounding bound accepts [lo, hi] (which toward-zero rounding stretches up to a spacing
+  // past e + allowed on the negative side): the move leaves that interval, to its nearest
+  // neighbour, also where one end reaches past the largest finite value.
+  if (!std::isfinite(e)) return 0.0;
+  const Judgement at_er = judge(check, e, er, er, allowed, mag);
+  // Beyond the range, a one-rounding bound may still reach down to finite values (then below
+  // its lower end is the nearest failure); otherwise only the same Inf passes there.
+  if (!std::isfinite(er)) {
+    if (!at_er.interval || at_er.lo == at_er.hi) return 0.0;  // only that Inf passes
+    return value_outside(T, at_er.lo, at_er.hi);
+  }
+  return at_er.interval ? value_outside(T, at_er.lo, at_er.hi)
+                        : value_beyond(T, centre(check, e, er), er, allowed, integer_expected);
 }
 
 }  // namespace
@@ -1071,15 +1107,17 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
   // no defect can hide in its comparison: what can go wrong there (the return code, a write past
   // the zero-size buffer into its guard bytes, a changed input) is checked elsewhere.
   if (got.numel() == 0) return std::nullopt;
-  const DType T = check.device_dtype;
-  const bool integer_expected = is_integer(expected.dtype());
   // Candidates: cared elements, those with a finite expected value first and the largest
   // magnitude first among them, so the perturbation lands on a non-trivial element. An expected
   // NaN or Inf is perturbed into a number, which no check accepts.
   // compare_output gathered the largest ones already when `original` is given.
   const VacuityInputs* known = original != nullptr && original->vacuity.ready ? &original->vacuity : nullptr;
-  auto cand = known != nullptr ? known->largest : all_candidates(expected, got, care);
+  auto cand = known != nullptr ? known->largest : all_candidates(expected, got, care, check.device_dtype);
   const int64_t compared = known != nullptr ? original->metrics.compared : static_cast<int64_t>(cand.size());
+  // Every element declared undefined (by the API, or where the kernel's own precision overflows):
+  // nothing can hide in a comparison that accepts anything by design, and what is still checkable
+  // (return code, guard bytes, inputs, the care mask against the golden one) is checked elsewhere.
+  if (compared == 0 && care.defined()) return std::nullopt;
   if (compared == 0) return fmt::format("{}: no element is compared (care mask is empty)", check.name);
   const int64_t needed = allowed_bad(check, compared) + 1;
   if (compared < needed) {
@@ -1093,26 +1131,34 @@ std::optional<std::string> vacuity_check(const OutputCheck& check, const Tensor&
   std::vector<std::pair<int64_t, uint64_t>> changes;
   Tensor scratch = Tensor::zeros(got.dtype(), {1});
   std::string example;
-  for (int64_t n = 0; n < needed; ++n) {
-    const int64_t i = cand[static_cast<size_t>(n)].second;
-    const double e = expected.get(i);
-    const double er = integer_expected ? e : round_to(T, e, check.rounding);
-    const double mag = magnitude.defined() ? magnitude.get(i) : 0.0;
-    const double allowed = element_allowance(check, centre(check, e, er), mag);
-    // An element that overflows the dtype (er = +-inf) has no finite value beyond its allowance in
-    // range, but any number there fails, like one in place of an expected NaN or Inf.
-    // A one-rounding bound accepts [lo, hi] (which toward-zero rounding stretches up to a spacing
-    // past e + allowed on the negative side): the move leaves that interval, to its nearest
-    // neighbour, also where one end reaches past the largest finite value.
-    std::optional<double> v = 0.0;
-    if (std::isfinite(e) && std::isfinite(er)) {
-      const Judgement at_er = judge(check, e, er, er, allowed, mag);
-      v = at_er.interval ? value_outside(T, at_er.lo, at_er.hi)
-                         : value_beyond(T, centre(check, e, er), er, allowed, integer_expected);
+  // An element whose tolerance spans the whole range accepts any value by right (its bound is that
+  // wide): it is passed over for the next candidate. Only when too few elements remain that a
+  // defect could move out of tolerance is the comparison vacuous.
+  int64_t wide = 0;
+  std::string wide_example;
+  bool all_listed = known == nullptr;
+  for (size_t n = 0; static_cast<int64_t>(changes.size()) < needed; ++n) {
+    if (n == cand.size()) {
+      if (all_listed) {
+        return fmt::format("{}: {} of {} compared element(s) have a tolerance wider than their dtype's range (e.g. {}); "
+                           "too few are left for the standard to fail",
+                           check.name, wide, compared, wide_example);
+      }
+      // compare_output kept only the largest candidates: walk every element, in the same order.
+      cand = all_candidates(expected, got, care, check.device_dtype);
+      std::sort(cand.begin(), cand.end(), larger);
+      all_listed = true;
+      n = 0;
+      changes.clear();
+      example.clear();
+      wide = 0;
     }
+    const int64_t i = cand[n].second;
+    double allowed = 0;
+    const std::optional<double> v = vacuity_move(check, expected, magnitude, i, allowed);
     if (!v) {
-      return fmt::format("{}: element {} has tolerance {:.3g}, wider than its dtype's range", check.name,
-                         shape_to_string(got.unravel(i)), allowed);
+      if (wide++ == 0) wide_example = fmt::format("element {} has tolerance {:.3g}", shape_to_string(got.unravel(i)), allowed);
+      continue;
     }
     if (example.empty()) {
       example = fmt::format("{} from {:.6g} to {:.6g}", shape_to_string(got.unravel(i)), got.get(i), *v);

@@ -122,6 +122,9 @@ struct CompareMetrics {
   // Compared elements whose check accepts a single device value: every element of an exact output,
   // and the elements of a one-rounding bound whose interval rounds to one value.
   int64_t determined = 0;
+  // Elements the reference left out of `compared` because the kernel's own precision can overflow
+  // on the way to them (RefOutputs::beyond_range); not counted in `elements - compared` by the API.
+  int64_t beyond_range = 0;
   double max_abs = 0, max_rel = 0;
   double mere = 0, mare = 0;  // mean / max of |a-g| / (|g| + 1e-7)
   double rmse = 0;

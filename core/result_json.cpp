@@ -151,7 +151,7 @@ Expected<CompareMetrics> metrics_from_json(const nlohmann::json& j, const std::s
   FieldReader f(j, where);
   for (auto [key, field] : {std::pair{"elements", &m.elements}, {"compared", &m.compared}, {"mismatches", &m.mismatches},
                             {"poison_left", &m.poison_left}, {"determined", &m.determined},
-                            {"balance_pos", &m.balance_pos}, {"balance_neg", &m.balance_neg},
+                            {"beyond_range", &m.beyond_range}, {"balance_pos", &m.balance_pos}, {"balance_neg", &m.balance_neg},
                             {"balance_away", &m.balance_away}, {"balance_toward", &m.balance_toward}}) {
     f.integer(key, *field);
   }
@@ -200,6 +200,7 @@ nlohmann::json metrics_json(const CompareMetrics& m) {
           {"mare", num(m.mare)},
           {"rmse", num(m.rmse)},
           {"determined", m.determined},
+          {"beyond_range", m.beyond_range},
           {"error_balance", num(m.error_balance)},
           {"balance_pos", m.balance_pos},
           {"balance_neg", m.balance_neg},

@@ -150,13 +150,13 @@ std::string golden_format1_note(size_t count) {
 std::string golden_tolerance_problem(const std::string& dir, const GoldenCase& g, const Problem& problem,
                                      FillMode fill) {
   if (!g.stores_tolerances()) return "";
-  const ComparePlan plan = problem.compare_plan(RefOutputs{g.expected, g.magnitude, g.care, g.slack}, fill);
+  const ComparePlan plan = problem.compare_plan(RefOutputs{g.expected, g.magnitude, g.care, g.slack, {}}, fill);
   if (!g.slack.empty()) {
     return fmt::format("{}/expected/{}.slack.npy: this opgate's comparison has no slack term (no reference returns "
                        "one), so it cannot honour the file",
                        dir, g.slack.begin()->first);
   }
-  if (const auto unsound = golden_folder::unsound_tolerance(plan, RefOutputs{g.expected, g.magnitude, g.care, g.slack})) {
+  if (const auto unsound = golden_folder::unsound_tolerance(plan, RefOutputs{g.expected, g.magnitude, g.care, g.slack, {}})) {
     return fmt::format("{}/{}: {} ({}) accepts any value there; `opgate golden regen` no longer writes it", dir,
                        unsound->file, golden_folder::kUnsoundTolerance, unsound->what);
   }

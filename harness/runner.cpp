@@ -97,6 +97,13 @@ std::string passed_reason(const std::vector<OutputResult>& outputs, int repeat) 
   });
   std::string why = repeat > 1 ? fmt::format("all outputs match; bit-identical over {} runs", repeat) : "all outputs match";
   if (empty_call) why += "; empty call: every output has 0 elements (return code, guard bytes and inputs checked)";
+  for (const OutputResult& o : outputs) {
+    const CompareMetrics& m = o.compare.metrics;
+    if (m.elements > 0 && m.compared == 0) why += fmt::format("; {}: no element is defined here", o.compare.name);
+    if (m.beyond_range > 0) {
+      why += fmt::format("; {}: {} element(s) beyond the kernel's range not compared", o.compare.name, m.beyond_range);
+    }
+  }
   return why;
 }
 

@@ -155,7 +155,7 @@ Staged<RefOutputs> golden_expected(RefOutputs ref, const GoldenCase& golden, con
 
 Staged<RefOutputs> golden_stored(const GoldenCase& golden, const TensorMap& packed) {
   if (auto outcome = golden_inputs_differ(golden, packed)) return *outcome;
-  return RefOutputs{golden.expected, golden.magnitude, golden.care, golden.slack};
+  return RefOutputs{golden.expected, golden.magnitude, golden.care, golden.slack, {}};
 }
 
 ComparePlan plan(const Problem& problem, const RefOutputs& ref, FillMode fill, Standard gate) {
@@ -213,6 +213,10 @@ Compared compare(const Problem& problem, const ComparePlan& plan, const RefOutpu
                                       tensor_or_empty(ref.care, check.name), poison_bits(check.device_dtype));
     for (auto* points : {&cr.first_failures, &cr.worst}) {
       for (auto& p : *points) p.where = problem.describe(check.name, p.index, inputs);
+    }
+    if (const auto beyond = ref.beyond_range.find(check.name); beyond != ref.beyond_range.end() && beyond->second.count > 0) {
+      cr.metrics.beyond_range = beyond->second.count;
+      cr.message += fmt::format("; {} element(s) not compared: {}", beyond->second.count, beyond->second.reason);
     }
     if (!cr.passed) failures += fmt::format("{}{}: {}", failures.empty() ? "" : "; ", check.name, cr.message);
     out.outputs.push_back(OutputResult{check, std::move(cr)});

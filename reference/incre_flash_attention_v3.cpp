@@ -12,6 +12,7 @@
 #include "core/parallel.h"
 #include "reference/incre_flash_attention_v3/incre_flash_attention_v3_convert.h"
 #include "reference/math/shared_attention.h"
+#include "reference/math/shared_range.h"
 
 namespace opgate::ref::incre_flash_attention_v3 {
 namespace {
@@ -73,6 +74,7 @@ struct Shared {
   const Tensor* value = nullptr;
   double* expected = nullptr;
   double* magnitude = nullptr;
+  uint8_t* care = nullptr;
 };
 
 // The output element and its magnitude (error budget in units of 2^-24) for row value o.
@@ -87,13 +89,28 @@ void write_output(const Shared& s, int64_t n, int64_t d, double o, double budget
   const double sc = s.qscale[c];
   const double off = s.qoffset[c];
   const double x = o * sc + off;
-  s.expected[flat] = std::clamp(x, -128.0, 127.0);
+  const double clamped = std::clamp(x, -128.0, 127.0);
+  s.expected[flat] = clamped;
   // |s| * budget, then the fp16 roundings of o, s, o*s, off and the sum (per-tensor half
   // arithmetic; the per-channel fp32 path with one f16a rounding is covered by it) and fp32.
   const double quant = std::fabs(sc) * budget +
                        kU16 * (3 * std::fabs(o * sc) + std::fabs(off) + std::fabs(x)) +
                        2 * kU32 * (std::fabs(o * sc) + std::fabs(x));
   s.magnitude[flat] = quant / kU32;
+  if (!std::isfinite(x)) return;
+  // The kernel returns sat8(round(x')) for an x' within acc of x: the int8 values between the
+  // saturated ends. The allowance around clamp(x) shrinks to the part of [x - acc, x + acc] inside
+  // the int8 range, so a saturated value is determined by the side x lies on (a huge quantScale2
+  // no longer accepts every value); where that part spans the range the element is beyond it.
+  const double acc = kBudgetFactor * quant;
+  const double lo = std::max(x - acc, -128.0);
+  const double hi = std::min(x + acc, 127.0);
+  if (lo <= -127.5 && hi >= 126.5) {
+    s.care[flat] = 0;
+    s.magnitude[flat] = 0.0;
+    return;
+  }
+  if (x - acc < -128.0 || x + acc > 127.0) s.magnitude[flat] = std::max({clamped - lo, hi - clamped, 0.0}) / kBudgetFactor / kU32;
 }
 
 // An L = 0 row: o = 0 exactly, so the int8 quantisation is determined and checked exactly (zero
@@ -178,6 +195,7 @@ void prefetch_next(const Tile& tile, int64_t count, int64_t next, int64_t d) {
 struct Head {
   const double* q = nullptr;
   double dropped = 0, amax = 0, m = -INFINITY, l = 0;
+  bool score_overflows = false;  // some fp32 score of the row may overflow (shared_range.h)
   std::vector<double> score, sigma, msd, prob, delta;
 };
 
@@ -233,6 +251,13 @@ void score_pass(const Shared& s, int64_t b, int64_t n2, int64_t len, double eps_
         h.sigma[ti] = std::fabs(s.scale) * kmag + std::fabs(pse);
         h.msd[ti] = std::fabs(s.scale) * eps_msd * h.amax * kabs_sum;
         h.m = std::max(h.m, st);
+        // q k accumulated in fp32, scaled before or after, plus pse: finite inputs only (Inf and
+        // NaN ones keep their expected Inf or NaN).
+        // int8 KV: the MSD digits scale each A_d by 127 / amax in fp32 and the recombined sum
+        // is multiplied by amax before the / 127, so 127 (amax + kmag) bounds those steps.
+        const double dot_reach = int8_kv ? 127.0 * (h.amax + kmag) : kmag;
+        const double reach = std::max(1.0, std::fabs(s.scale)) * dot_reach + std::fabs(pse);
+        h.score_overflows = h.score_overflows || (!masked[ti] && std::isfinite(reach) && reach >= math::kF32SafeMagnitude);
       }
     }
   }
@@ -269,6 +294,7 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
     h.amax = 0;
     h.m = -INFINITY;
     h.l = 0;
+    h.score_overflows = false;
     h.q = s.q.data() + (b * s.n + n2 * s.g + g) * dd;
     for (int64_t d = 0; d < dd; ++d) {
       const size_t c = row0 + static_cast<size_t>(d);
@@ -347,7 +373,16 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
       const size_t i = g * D + d;
       const double off = int8_kv ? std::fabs(s.aq.value_offset[c] * s.aq.value_scale[c]) : 0.0;
       const double budget = cond[i] + coef * (weighted[i] + off) + tail[i] / h.l;
-      write_output(s, n2 * s.g + static_cast<int64_t>(g), static_cast<int64_t>(d), o[i], budget, b);
+      const int64_t head = n2 * s.g + static_cast<int64_t>(g);
+      write_output(s, head, static_cast<int64_t>(d), o[i], budget, b);
+      // Beyond the kernel's range: an fp32 score that may overflow (Inf - Inf in the softmax), or a
+      // PV accumulation sum_t p_t v_td (p unnormalised, <= 1) whose |terms| reach kF32SafeMagnitude.
+      const double pv_reach = h.l * weighted[i];
+      if (h.score_overflows || (std::isfinite(pv_reach) && pv_reach >= math::kF32SafeMagnitude)) {
+        const int64_t flat = (b * s.n + head) * s.d + static_cast<int64_t>(d);
+        s.care[flat] = 0;
+        s.magnitude[flat] = 0.0;
+      }
     }
   }
 }
@@ -396,9 +431,17 @@ RefOutputs reference_window(const Params& p, const TensorMap& in, const std::vec
   s.value = &in.at("value");
   s.expected = expected.ptr<double>();
   s.magnitude = magnitude.ptr<double>();
+  Tensor care = Tensor::full(DType::kU8, out_shape, 1.0);
+  s.care = care.ptr<uint8_t>();
   math::parallel_for(p.batch * s.n2, [&](int64_t job) { compute_group(s, job / s.n2, job % s.n2); });
   workspace() = Workspace{};  // the calling thread's buffers (the workers' end with them)
   RefOutputs out;
+  if (const int64_t beyond = std::count(s.care, s.care + care.numel(), uint8_t{0}); beyond > 0) {
+    out.care["attentionOut"] = std::move(care);
+    out.beyond_range["attentionOut"] = {beyond, "an fp32 score q k (scaled, plus pse) or the fp32 sum of p v can "
+                                                "overflow on the way (Inf or NaN are what a correct kernel may return), "
+                                                "or an int8 output's bound spans the whole int8 range"};
+  }
   out.expected["attentionOut"] = std::move(expected);
   out.magnitude["attentionOut"] = std::move(magnitude);
   return out;

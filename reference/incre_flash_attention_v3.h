@@ -16,6 +16,11 @@ namespace opgate::ref::incre_flash_attention_v3 {
 // Bumped whenever the reference's semantics change on purpose (golden-format.md).
 constexpr int kReferenceVersion = 2;
 
+// The attentionOut bound's factor over the first-order budget the magnitude holds (compare_plan's
+// tol.c): it covers second-order products of roundings and an Exp up to twice as inaccurate as
+// assumed. The int8 output's saturation (write_output) is decided with the same bound.
+constexpr double kBudgetFactor = 2;
+
 // How key/value reach the kernel (§1.2, §1.3): one tensor of batch B, a list of B tensors with
 // their own S, or a page-attention cache (blocknum, blockSize, H2) / (blocknum, N2, blockSize, D).
 enum class KvCache { kTensor, kList, kPaged3d, kPaged4d };

@@ -4,6 +4,7 @@
 #include "reference/moe_finalize_routing_v2_grad.h"
 #include "core/aclnn_codes.h"
 #include "core/parallel.h"
+#include "reference/math/shared_range.h"
 #include "reference/math/shared_simd.h"
 #include "reference/math/shared_validate.h"
 
@@ -367,11 +368,15 @@ RefOutputs reference(const Params& p, const TensorMap& inputs) {
   uint8_t* gx_care_data = gx_care.ptr<uint8_t>();
   double* gs_data = gs.ptr<double>();
   double* gs_mag_data = gs_mag.ptr<double>();
+  uint8_t* gs_care_data = gs_care.ptr<uint8_t>();
   const math::Kernels& kn = math::kernels();
   // gradScales of up to 8 slots at once, each its own sum over j in order (shared_simd.h
   // slot8_dot), over column tiles whose rows are stored interleaved: element j of lane s at
   // [j * 8 + s]. A lane without a slot, or a slot the kernel skips, adds zeros and is not written.
   constexpr int64_t kCols = 256;
+  // bf16 / fp32 x + bias may overflow fp32 before the product (fp16 values cannot): only then
+  // are the sums of the loaded columns checked.
+  const bool sum_can_overflow = use_bias && x->dtype() != DType::kF16;
   auto token = [&](int64_t r) {
     std::vector<double> g(static_cast<size_t>(h)), row(static_cast<size_t>(kCols));
     std::vector<double> xt(static_cast<size_t>(kCols * 8)), bt(xt.size());
@@ -406,6 +411,7 @@ RefOutputs reference(const Params& p, const TensorMap& inputs) {
         }
       }
       double sum[8] = {0, 0, 0, 0, 0, 0, 0, 0}, mag[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      bool sum_overflows[8] = {false, false, false, false, false, false, false, false};
       for (int64_t j0 = 0; j0 < h; j0 += kCols) {
         const int64_t cols = std::min(kCols, h - j0);
         for (int64_t s = 0; s < 8; ++s) {
@@ -420,11 +426,21 @@ RefOutputs reference(const Params& p, const TensorMap& inputs) {
           }
         }
         kn.slot8_dot(xt.data(), bt.data(), g.data() + j0, cols, sum, mag);
+        if (sum_can_overflow) {
+          for (int64_t j = 0; j < cols * 8; ++j) {
+            sum_overflows[j % 8] = sum_overflows[j % 8] || std::fabs(xt[j] + bt[j]) >= math::kF32OverflowAt;
+          }
+        }
       }
       for (int64_t s = 0; s < lanes; ++s) {
         if (!wanted[s]) continue;
         gs_data[i0 + s] = sum[s];
         gs_mag_data[i0 + s] = mag[s];
+        // Beyond the kernel's range: an fp32 x + bias that is Inf (Inf * 0 is NaN, and Inf - Inf),
+        // or products and partial sums that may reach Inf in some order (shared_range.h).
+        if (sum_overflows[s] || (std::isfinite(mag[s]) && mag[s] >= math::kF32SafeMagnitude)) {
+          gs_care_data[i0 + s] = 0;
+        }
       }
     }
   };
@@ -444,6 +460,14 @@ RefOutputs reference(const Params& p, const TensorMap& inputs) {
   });
 
   RefOutputs out;
+  if (p.has_scales) {
+    const int64_t beyond = std::count(gs_care_data, gs_care_data + gs_care.numel(), uint8_t{0});
+    if (beyond > 0) {
+      out.beyond_range[kGradScales] = {beyond, "fp32 x + bias, or the products and partial sums of sum (x + bias) * "
+                                               "gradY, can overflow (sum of |terms| >= FLT_MAX / 2): Inf or NaN "
+                                               "are what a correct kernel may return"};
+    }
+  }
   out.expected[kGradX] = std::move(gx);
   out.expected[kGradScales] = std::move(gs);
   out.magnitude[kGradScales] = std::move(gs_mag);

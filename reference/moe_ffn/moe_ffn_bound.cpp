@@ -72,6 +72,8 @@ Tracked sigmoid_gate(const Eval& ev, Tracked x, Tracked c) {
 // GeluCalcSimplifiedAvoid: y = 1.5957691 (x + 0.044715 x^3); x / (exp(-|y|) + 1) * exp(min(y, 0)).
 // Where x^3 may overflow, y = +-inf: the device returns x exactly (x > 0) or 0 (x < 0).
 Tracked gelu_tanh(const Eval& ev, Tracked x) {
+  // Unless the device's x itself is finite: x = -Inf gives (-Inf / 1) * 0 = NaN.
+  if (!(std::fabs(x.v) + x.e < max_finite(ev.t))) return {x.v, kInf};
   if (std::pow(std::fabs(x.v) + x.e, 3) >= max_finite(ev.t)) return x.v > 0 ? x : Tracked{0.0, 0.0};
   const Tracked x2 = ev.mul(x, x);
   const Tracked x3 = ev.mul(x, x2);

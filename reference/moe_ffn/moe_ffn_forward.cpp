@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "reference/math/shared_range.h"
 #include "reference/math/shared_round.h"
 #include "reference/math/shared_simd.h"
 #include "reference/moe_ffn/moe_ffn_bound.h"
@@ -135,7 +136,7 @@ struct ExactSum {
 // for one call; the calling thread keeps its buffers across calls). Every element is written before
 // it is read, so nothing is zeroed per task and the pages are touched once per thread.
 std::vector<double>& scratch(int which, size_t size) {
-  static thread_local std::vector<double> buffers[3];
+  static thread_local std::vector<double> buffers[4];
   std::vector<double>& b = buffers[which];
   if (b.size() < size) b.resize(size);
   return b;
@@ -149,6 +150,7 @@ void run_float_task(const Data& d, const Task& t) {
   double* a = scratch(0, static_cast<size_t>(t.rows * n)).data();
   double* weight = scratch(1, static_cast<size_t>(t.rows * n)).data();
   double* kappa = scratch(2, static_cast<size_t>(t.rows)).data();
+  double* beyond = scratch(3, static_cast<size_t>(t.rows)).data();  // 1: the row may overflow fp32
   gemm_rows(d.x.data() + t.row0 * k, t.rows, k, d.w1m.at(e * k * n), n, a);
   // bias1(e, j) and |bias1(e, j)| (0 without bias1), the column norms and the per-expert constants.
   const double* b1 = d.b1.empty() ? d.zeros.data() : d.b1.data() + e * n;
@@ -183,7 +185,10 @@ void run_float_task(const Data& d, const Task& t) {
       const double h = ai[j] + b1[j];
       // sum_k |x W1| <= |x|_2 |W1 column|_2 (Cauchy-Schwarz) bounds the mm1 accumulation.
       const double cs = xn * w1n[j] + std::fabs(b1[j]);
-      const double e_acc = mm1_exact(cs) ? 0.0 : mm1_coefficient * cs;
+      // Past kF32SafeMagnitude some order of mm1's fp32 partial sums may overflow: no bound.
+      const double e_acc = cs >= math::kF32SafeMagnitude ? std::numeric_limits<double>::infinity()
+                           : mm1_exact(cs)                ? 0.0
+                                                          : mm1_coefficient * cs;
       if (four_lanes) {
         // hidden_float's high-performance branch, the activation deferred.
         const Tracked h16 = round_exact({h, e_acc}, DType::kF16, Rounding::kNearestEven);
@@ -209,13 +214,18 @@ void run_float_task(const Data& d, const Task& t) {
       exact = exact && act.e == 0;
     }
     flush(np);
+    // mm2's fp32 partial sums stay finite in any order while sum_n |a W2| + |b2| < kF32SafeMagnitude
+    // (bounded by sum |a| * max |W2| + max |b2|); past it the row is beyond the kernel's range.
+    double row_abs = 0;
+    for (int64_t j = 0; j < n; ++j) row_abs += std::fabs(ai[j]);
+    // (Non-finite inputs keep their expected Inf or NaN, and the finite columns their bounds.)
+    const double mm2_reach = row_abs * d.w2_max[ue] + d.b2_max[ue];
+    beyond[i] = std::isfinite(mm2_reach) && mm2_reach >= math::kF32SafeMagnitude;
     // mm2 is exact in fp32 when the hidden row is exact and every partial sum fits 24 bits (the
     // grid and the sum of |a| only matter for an exact row).
     if (exact) {
-      double abs_sum = 0;
-      for (int64_t j = 0; j < n; ++j) abs_sum += std::fabs(ai[j]);
       const int grid = std::min(product_grid(grid_exponent(ai, n), d.grid_w2[ue]), d.grid_b2[ue]);
-      exact = fp32_exact_sum(grid, abs_sum * d.w2_max[ue] + d.b2_max[ue]);
+      exact = fp32_exact_sum(grid, row_abs * d.w2_max[ue] + d.b2_max[ue]);
     }
     const double kap = exact ? 0.0 : kap_inexact;
     kappa[i] = kap;
@@ -230,6 +240,8 @@ void run_float_task(const Data& d, const Task& t) {
       y[i * k + j] += b2[j];
       mag[i * k + j] += kappa[i] * std::fabs(b2[j]);
     }
+    // No bound: the reference declares these elements undefined (moe_ffn.cpp, beyond_range).
+    if (beyond[i] != 0) std::fill_n(mag + i * k, k, std::numeric_limits<double>::infinity());
   }
 }
 
@@ -259,7 +271,7 @@ void run_quant_task(const Data& d, const Task& t) {
       // int8 -> fp16: fixpipe f16(f32(acc) * deq) (the bound also allows an intermediate fp32
       // rounding); int8 -> bf16: AscendDequant f32(f32(acc) * deq), the fp32 activation, then a
       // CAST_NONE (RNE) cast to half. Exact chains are pinned to the device's values.
-      const double conv = fp32_conversion_error(acc) * deq;
+      const double conv = fp32_conversion_error(acc) * std::fabs(deq);  // a bound: deq may be negative
       Tracked a;
       if (d.path == Path::kQuantBF16) {
         const Tracked h32 = round_exact({h, conv}, DType::kF32, Rounding::kNearestEven);
@@ -301,8 +313,8 @@ void run_quant_task(const Data& d, const Task& t) {
       // int8 -> bf16: AscendDequant rounds the fp32 product (RNE) before the bf16 cast, so an exact
       // acc pins y to f32(acc * deq). The fp16 fixpipe may round once, so its y stays exact.
       const Tracked out = d.path == Path::kQuantBF16
-                              ? round_exact({acc * deq, e_acc * deq}, DType::kF32, Rounding::kNearestEven)
-                              : Tracked{acc * deq, round_bound({acc * deq, e_acc * deq}, DType::kF32).e};
+                              ? round_exact({acc * deq, e_acc * std::fabs(deq)}, DType::kF32, Rounding::kNearestEven)
+                              : Tracked{acc * deq, round_bound({acc * deq, e_acc * std::fabs(deq)}, DType::kF32).e};
       y[idx] = out.v;
       mag[idx] = out.e;
     }
@@ -326,7 +338,7 @@ void run_zero_hidden(const Data& d) {
         // The vector AscendDequant multiplies in fp32 (RNE) and then casts to y's dtype.
         const double deq = d.deq2[static_cast<size_t>(ei * d.k + j)];
         const Tracked out =
-            round_exact({b * deq, fp32_conversion_error(b) * deq}, DType::kF32, Rounding::kNearestEven);
+            round_exact({b * deq, fp32_conversion_error(b) * std::fabs(deq)}, DType::kF32, Rounding::kNearestEven);
         d.y[r * d.k + j] = out.v;
         d.mag[r * d.k + j] = out.e;
       }

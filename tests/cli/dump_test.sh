@@ -4,12 +4,7 @@
 # dump folder is refused with one line naming it, and nothing is written.
 source "$(dirname "$0")/lib.sh" "$@"
 SMOKE="$SRC/cases/moe_finalize_routing_v2_grad/smoke.json"
-# The Python that has NumPy (tools/setup.sh installs python3-numpy; a pyenv python3 may lack it).
-PY=""
-for p in python3 /usr/bin/python3; do
-  if command -v "$p" >/dev/null && "$p" -c "import numpy" 2>/dev/null; then PY="$p"; break; fi
-done
-[ -n "$PY" ] || { echo "FAIL: no python3 with numpy (tools/setup.sh release installs python3-numpy)"; exit 1; }
+numpy_python
 
 # A defect that breaks exact and bound outputs; the cases cover bf16 (dumped as float32) and f16.
 "$OPGATE" run --cases "$SMOKE" --filter 'adversarial_droppad|scales_active_num' --backend fault:mfrg.k_major_index \

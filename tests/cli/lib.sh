@@ -21,3 +21,12 @@ expect_error() {
     passes=$((passes + 1))
   fi
 }
+# numpy_python: sets PY to a python3 that has NumPy (tools/setup.sh installs python3-numpy for the
+# test presets; a pyenv python3 first on PATH may lack it), or exits 1 saying so.
+numpy_python() {
+  PY=""
+  for p in python3 /usr/bin/python3; do
+    if command -v "$p" >/dev/null && "$p" -c "import numpy" 2>/dev/null; then PY="$p"; return 0; fi
+  done
+  echo "FAIL: no python3 with numpy (tools/setup.sh release installs python3-numpy)"; exit 1
+}

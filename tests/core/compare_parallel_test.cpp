@@ -325,27 +325,38 @@ namespace {
 
 TEST(CompareParallel, vacuity_perturbs_the_largest_expected_value_first) {
   // allclose with 0.5 % bad allowed: 5 of 1000 elements bound the candidates gathered, but only
-  // 100 are cared, so one bad element fails (needed = 1) and the largest |expected| must be the one
-  // perturbed. Its allowance (rtol 1000 at 1e36) is wider than bf16's range, which the message
-  // names; every other element has a value beyond its allowance.
+  // 100 are cared, so one bad element fails (needed = 1). An allowance of rtol 1000 at 1e36 is
+  // wider than bf16's range (any value passes there), at 1 + i/128 it is not.
   OutputCheck c = tolerance(DType::kBF16, Standard::kAllclose);
   c.tol.rtol = 1000;
   c.tol.max_bad_fraction = 0.005;
-  for (int64_t pos = 0; pos < 100; ++pos) {
-    Tensor e = Tensor::zeros(DType::kF64, {1000});
-    Tensor care = Tensor::zeros(DType::kU8, {1000});
-    for (int64_t i = 0; i < 100; ++i) {
-      e.set(i * 10, i == pos ? 1e36 : 1 + static_cast<double>(i) / 128);
-      care.set(i * 10, 1);
-    }
-    const Tensor g = e.converted(DType::kBF16);
-    const CompareResult r = compare_output(c, e, g, Tensor(), care);
-    ASSERT_TRUE(r.passed);
-    for (const CompareResult* original : {&r, static_cast<const CompareResult*>(nullptr)}) {
-      const auto why = vacuity_check(c, e, g, Tensor(), care, original);
-      ASSERT_TRUE(why.has_value()) << "pos " << pos;
-      EXPECT_NE(why->find("out: element [" + std::to_string(pos * 10) + "] has tolerance"), std::string::npos)
-          << *why;
+  for (int64_t pos = 0; pos < 100; pos += 7) {
+    // (a) One wide element, the largest: it is passed over and the next one, moved out of its
+    // tolerance, fails, so the comparison is not vacuous.
+    // (b) Every element wide: vacuous, and the example named is the largest |expected| (2e36),
+    // the first candidate tried.
+    for (const bool all_wide : {false, true}) {
+      Tensor e = Tensor::zeros(DType::kF64, {1000});
+      Tensor care = Tensor::zeros(DType::kU8, {1000});
+      for (int64_t i = 0; i < 100; ++i) {
+        const double other = all_wide ? 1e36 + static_cast<double>(i) * 1e33 : 1 + static_cast<double>(i) / 128;
+        e.set(i * 10, i == pos ? 2e36 : other);
+        care.set(i * 10, 1);
+      }
+      const Tensor g = e.converted(DType::kBF16);
+      const CompareResult r = compare_output(c, e, g, Tensor(), care);
+      ASSERT_TRUE(r.passed);
+      for (const CompareResult* original : {&r, static_cast<const CompareResult*>(nullptr)}) {
+        const auto why = vacuity_check(c, e, g, Tensor(), care, original);
+        if (!all_wide) {
+          EXPECT_FALSE(why.has_value()) << "pos " << pos << ": " << *why;
+          continue;
+        }
+        ASSERT_TRUE(why.has_value()) << "pos " << pos;
+        EXPECT_NE(why->find("100 of 100 compared element(s) have a tolerance wider"), std::string::npos) << *why;
+        EXPECT_NE(why->find("e.g. element [" + std::to_string(pos * 10) + "] has tolerance"), std::string::npos)
+            << *why;
+      }
     }
   }
 }

@@ -271,10 +271,18 @@ TEST(Vacuity, infinite_tolerance_is_vacuous) {
   EXPECT_TRUE(vacuity_check(b, e, g, f64({2}, {INFINITY, INFINITY}), Tensor()).has_value());
 }
 
-TEST(Vacuity, empty_care_mask_is_vacuous) {
+TEST(Vacuity, an_output_the_reference_declares_wholly_undefined_is_not_vacuous) {
+  // Every element undefined (care 0: by the API, or beyond the kernel's range): any output is
+  // right there, so no defect can hide in it (issue 22); one defined element makes it checkable.
   const Tensor e = f64({2}, {1, 2});
   const Tensor g = of(DType::kF32, {2}, {1, 2});
-  EXPECT_TRUE(vacuity_check(exact(DType::kF32), e, g, Tensor(), of(DType::kU8, {2}, {0, 0})).has_value());
+  EXPECT_FALSE(vacuity_check(exact(DType::kF32), e, g, Tensor(), of(DType::kU8, {2}, {0, 0})).has_value());
+  EXPECT_FALSE(vacuity_check(exact(DType::kF32), e, g, Tensor(), of(DType::kU8, {2}, {0, 1})).has_value());
+  // ... while the one defined element still has to fail when moved: a tolerance that accepts any
+  // value there is vacuous.
+  OutputCheck wide = tolerance(DType::kF32, Standard::kAllclose);
+  wide.tol.atol = 1e39;
+  EXPECT_TRUE(vacuity_check(wide, e, g, Tensor(), of(DType::kU8, {2}, {0, 1})).has_value());
 }
 
 TEST(Vacuity, fraction_standards_need_enough_perturbed_elements) {

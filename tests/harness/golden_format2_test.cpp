@@ -228,3 +228,38 @@ TEST_F(GoldenFormat2, a_slack_travels_through_the_files_and_a_run_refuses_to_ign
 
 }  // namespace
 }  // namespace opgate
+
+namespace opgate {
+namespace {
+
+// Regen's refusal (golden_folder::unsound_tolerance): no reference returns an infinite tolerance
+// for a finite expected value any more (issue 22 declares those elements beyond the kernel's
+// range), so one is planted in the outputs here.
+TEST(GoldenUnsound, an_infinite_tolerance_on_a_finite_cared_element_is_named_and_nowhere_else) {
+  ComparePlan plan;
+  OutputCheck y;
+  y.name = "y";
+  y.kind = CheckKind::kTolerance;
+  y.device_dtype = DType::kF16;
+  y.tol.standard = Standard::kBound;
+  plan.outputs = {y};
+  const double inf = std::numeric_limits<double>::infinity();
+  auto outputs = [&](std::vector<double> mag, std::vector<double> care) {
+    RefOutputs ref;
+    ref.expected["y"] = Tensor::from_values(DType::kF64, {3}, {1.0, -12927.5, 70000.0});
+    ref.magnitude["y"] = Tensor::from_values(DType::kF64, {3}, mag);
+    if (!care.empty()) ref.care["y"] = Tensor::from_values(DType::kU8, {3}, care);
+    return ref;
+  };
+  const auto found = golden_folder::unsound_tolerance(plan, outputs({0.0, inf, 0.0}, {}));
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->file, "expected/y.mag.npy");
+  EXPECT_NE(found->what.find("element [1] holds inf where the expected value is -12927.5"), std::string::npos)
+      << found->what;
+  // Undefined there (care 0), or an expected value beyond fp16 (only Inf matches it): not unsound.
+  EXPECT_FALSE(golden_folder::unsound_tolerance(plan, outputs({0.0, inf, 0.0}, {1, 0, 1})).has_value());
+  EXPECT_FALSE(golden_folder::unsound_tolerance(plan, outputs({0.0, 0.0, inf}, {})).has_value());
+}
+
+}  // namespace
+}  // namespace opgate

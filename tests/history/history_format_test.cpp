@@ -60,9 +60,9 @@ TEST(HistoryFromResult, OutputsMetricsAndNonFiniteStrings) {
   EXPECT_EQ(y.check, "bound");
   EXPECT_FALSE(y.passed);
   EXPECT_EQ(y.budget_used, kInf);
-  // Every scalar metric results.jsonl writes (20), but budget_used, which has its own field; ulp_hist
+  // Every scalar metric results.jsonl writes (21, beyond_range included), but budget_used, which has its own field; ulp_hist
   // and the ascend statistics are not scalars; plus passes.ascend-v0.3 (the standard that applies).
-  EXPECT_EQ(y.metrics.size(), 20u);
+  EXPECT_EQ(y.metrics.size(), 21u);
   EXPECT_EQ(y.metrics.at("passes.ascend-v0.3"), 0.0);
   EXPECT_EQ(y.metrics.count("passes.ascend-dual-permille"), 0u);
   EXPECT_EQ(y.metrics.at("max_abs"), 1.5);
