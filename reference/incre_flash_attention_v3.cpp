@@ -263,6 +263,51 @@ void score_pass(const Shared& s, int64_t b, int64_t n2, int64_t len, double eps_
   }
 }
 
+// The first-order budget charges each weight p_t its relative error delta_t, and the factor
+// kBudgetFactor = 2 covers e^delta - 1 only while delta <= 1.25 (2 * 1.25 = 2.5 >= e^1.25 - 1 =
+// 2.49); past delta_t = 1 (e.g. scores of 1e5 and more, whose fp32 errors reach units, or MSD
+// errors of hundreds) the kernel may weight the rows in almost any proportion. Positions that stay below e^-120 of the maximum
+// whatever their error cannot move the output. For a head where a position that can matter has
+// delta_t > 1, the conditioning term becomes the convex-hull bound: the output is a weighted
+// mean of the V rows, so it lies within max_t |v_td - o_d| of the reference.
+void hull_fallback(const Shared& s, int64_t b, int64_t n2, int64_t len, const std::vector<Head>& heads,
+                   const std::vector<double>& o, std::vector<double>& cond) {
+  const auto D = static_cast<size_t>(s.d);
+  std::vector<char> loose(heads.size(), 0);
+  bool any = false;
+  for (size_t g = 0; g < heads.size(); ++g) {
+    const Head& h = heads[g];
+    for (int64_t t = 0; t < len && loose[g] == 0; ++t) {
+      const double dt = h.delta[static_cast<size_t>(t)];
+      loose[g] = dt > 1.0 && h.score[static_cast<size_t>(t)] - h.m > -(dt + 120) ? 1 : 0;
+    }
+    any = any || loose[g] != 0;
+  }
+  if (!any) return;
+  Tile tile;
+  std::vector<double> row(static_cast<size_t>(kTile) * D);
+  for (int64_t t0 = 0; t0 < len; t0 += kTile) {
+    const int64_t count = std::min(kTile, len - t0);
+    load_tile(s, b, n2, t0, count, false, tile);
+    const double* v = tile.x.data();
+    if (tile.type != math::RowType::kF64) {  // fp16 / bf16 rows in place: their exact values
+      const int64_t base = ((b * s.n2 + n2) * s.cap + s.windows[static_cast<size_t>(b)].start + t0) * s.d;
+      to_double(s.p.kv_dtype, s.value->data(), base, count * s.d, row.data());
+      v = row.data();
+    }
+    for (size_t g = 0; g < heads.size(); ++g) {
+      if (loose[g] == 0) continue;
+      for (int64_t tt = 0; tt < count; ++tt) {
+        for (size_t d = 0; d < D; ++d) {
+          const size_t i = g * D + d;
+          if (tt == 0 && t0 == 0) cond[i] = 0;
+          cond[i] = std::max(cond[i], std::fabs(v[static_cast<size_t>(tt) * D + d] - o[i]));
+        }
+      }
+    }
+  }
+}
+
 void compute_group(const Shared& s, int64_t b, int64_t n2) {
   const Params& p = s.p;
   const int64_t len = s.lengths[static_cast<size_t>(b)];
@@ -366,6 +411,7 @@ void compute_group(const Shared& s, int64_t b, int64_t n2) {
     kn.deviation_rows(cond.data(), weighted.data(), tail.data(), o.data(), s.g, wdw.data(), ww.data(), fw.data(),
                       with_tail, tile.rows, tile.type, int8_kv ? tile.abs.data() : nullptr, count, dd);
   }
+  hull_fallback(s, b, n2, len, heads, o, cond);
   for (size_t g = 0; g < G; ++g) {
     const Head& h = heads[g];
     for (size_t d = 0; d < D; ++d) {

@@ -11,7 +11,7 @@
 namespace opgate::ref::moe_finalize_routing_v2_grad {
 
 // Bumped whenever the reference's semantics change on purpose (golden-format.md).
-constexpr int kReferenceVersion = 1;
+constexpr int kReferenceVersion = 2;
 
 // Problem descriptor. Names follow the aclnn attributes; R, K, H are the problem dimensions.
 struct Params {

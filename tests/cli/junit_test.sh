@@ -59,10 +59,12 @@ check "invalid case: <error type=\"INVALID_CASE\">" grep -q '<error type="INVALI
 check "invalid case: errors=1 failures=0" \
   test "$(attr "$WORK/invalid/junit.xml" testsuite errors)/$(attr "$WORK/invalid/junit.xml" testsuite failures)" = 1/0
 
-# MISTRUSTED (a tolerance wider than the dtype's range: scores near -1e12) follows --strict.
+# MISTRUSTED follows --strict. Scores near -1e12 (q k = 65504 * -29824 * 512) have fp32 errors far
+# beyond 1, so the softmax may weight the rows in any proportion, and V rows spanning +-65504 make
+# every element's tolerance wider than fp16's range: nothing a defect does could fail.
 cat >"$WORK/mistrusted.json" <<'J'
 {"op": "incre_flash_attention_v3", "cases": [
-{"id": "ifa.scores_near_mask_value.f16.001", "params": {"dtype": "float16", "B": 1, "numHeads": 2, "numKeyValueHeads": 1, "D": 512, "S": 3, "inputLayout": "BNSD", "scaleValue": 1.0, "attenMask": true, "maskPattern": "suffix", "maskPrefix": 2}, "seed": 209, "fill": "realistic", "tensors": {"query": {"fill": {"values": [65504.0, 65504.0, 65504.0, 65504.0, 32752.0, 32752.0, 32752.0, 32752.0]}}, "key": {"fill": {"values": [-29824.0]}}}}
+{"id": "ifa.scores_near_mask_value.f16.001", "params": {"dtype": "float16", "B": 1, "numHeads": 2, "numKeyValueHeads": 1, "D": 512, "S": 3, "inputLayout": "BNSD", "scaleValue": 1.0, "attenMask": true, "maskPattern": "suffix", "maskPrefix": 2}, "seed": 209, "fill": "realistic", "tensors": {"query": {"fill": {"values": [65504.0, 65504.0, 65504.0, 65504.0, 32752.0, 32752.0, 32752.0, 32752.0]}}, "key": {"fill": {"values": [-29824.0]}}, "value": {"fill": {"values": [65504.0, -65504.0, 0.0]}}}}
 ]}
 J
 "$OPGATE" run --root "$SRC" --cases "$WORK/mistrusted.json" -q --out "$WORK/lenient" >/dev/null 2>&1

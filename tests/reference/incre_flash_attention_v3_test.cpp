@@ -167,6 +167,38 @@ TEST(IncreFlashAttentionV3Reference, effective_lengths_follow_section_1_3) {
   EXPECT_EQ(effective_lengths(Builder().batch(2).seq(9).lengths({}).build().first), (std::vector<int64_t>{9, 9}));
 }
 
+TEST(IncreFlashAttentionV3Reference, a_saturated_int8_output_is_determined_by_its_side) {
+  // As above with scale 1e30 and no offset: x = [1.25e30, -2e31], far beyond the int8 range on
+  // either side of any error bound, so the kernel can return only [127, -128]: a zero allowance
+  // (before issue 22 the allowance was |scale| * budget, wider than the whole int8 range).
+  const Params p = Builder().out_dtype(DType::kI8).batch(1).heads(1).head_dim(2).seq(1).layout("BNSD")
+                       .quant("per-tensor", false).build().first;
+  const TensorMap in = make_inputs(p, {{"query", {0, 0}}, {"key", {0, 0}}, {"value", {1.25, -20}}, {"quantScale2", {1e30}}});
+  const RefOutputs r = reference(p, in);
+  EXPECT_EQ(values_of(r.expected.at("attentionOut")), (std::vector<double>{127, -128}));
+  EXPECT_EQ(values_of(r.magnitude.at("attentionOut")), (std::vector<double>{0, 0}));
+  EXPECT_TRUE(r.beyond_range.empty());
+}
+
+TEST(IncreFlashAttentionV3Reference, an_fp32_score_that_may_overflow_leaves_its_head_undefined) {
+  // bf16, two heads of D = 2 over one KV head, S = 2: head 0 has q = [1.887e38, 0] and k0 =
+  // [1.887e38, 0], so q k0 = 3.6e76 is Inf in fp32 (then Inf - Inf = NaN in the softmax): both of
+  // its outputs are undefined and counted. Head 1 (q = [0, 1]): s = [0, 1], p = [e^-1, 1], so
+  // o = [2 e^-1, 4] / (1 + e^-1), all in range.
+  const double big = 0x1.1Cp127;  // a bf16 value
+  const Params p = tiny().dtype(DType::kBF16).kv_dtype(DType::kBF16).out_dtype(DType::kBF16).heads(2, 1)
+                       .build().first;
+  const TensorMap in = make_inputs(p, {{"query", {big, 0, 0, 1}}, {"key", {big, 0, 0, 1}}, {"value", kV}});
+  const RefOutputs r = reference(p, in);
+  ASSERT_EQ(r.care.count("attentionOut"), 1u);
+  EXPECT_EQ(values_of(r.care.at("attentionOut")), (std::vector<double>{0, 0, 1, 1}));
+  ASSERT_EQ(r.beyond_range.count("attentionOut"), 1u);
+  EXPECT_EQ(r.beyond_range.at("attentionOut").count, 2);
+  const double e = std::exp(-1.0);
+  EXPECT_NEAR(r.expected.at("attentionOut").get(2), 2 * e / (1 + e), 1e-15);
+  EXPECT_NEAR(r.expected.at("attentionOut").get(3), 4 / (1 + e), 1e-15);
+}
+
 TEST(IncreFlashAttentionV3Reference, budget_of_a_single_position_row) {
   // L = 1: w = 1 and v = o, so the conditioning term is 0 and p = 1 has no flushed tail. The budget
   // is coef * |v| with tiles = 2 * ceil(1/512) + 2 = 4, depth = ceil(1/16) + 16 + 4 = 21 and

@@ -90,6 +90,52 @@ TEST(MoeFFNReference, int8_requantisation_ties_to_even) {
   EXPECT_EQ(values_of(r.expected.at("y")), (std::vector<double>{0.75, -1}));
 }
 
+// A negative deqScale2 scales the bound by |deq|. relu, x = 3, W1 = 1, W2 = 1, bias2 = 2^25 + 2:
+// acc2 = 2^25 + 5, which fp32 holds only as 2^25 + 4 (spacing 4 there), so the device's y may be
+// (2^25 + 4) * -0.25, 0.25 away from the exact (2^25 + 5) * -0.25: the budget must reach that.
+TEST(MoeFFNReference, int8_negative_deq_scale_keeps_a_nonnegative_budget) {
+  Params p = params(DType::kI8, {1}, 1, 1, "relu");
+  p.has_bias2 = true;
+  const double acc = std::ldexp(1.0, 25) + 5;
+  const RefOutputs r = reference(p, make_inputs(p, {{3}, {1}, {}, {1}, {acc - 3}, {1}, {0}, {1.0f}, {-0.25f}}));
+  EXPECT_EQ(r.expected.at("y").get(0), acc * -0.25);
+  const double budget = r.magnitude.at("y").get(0);
+  EXPECT_GE(budget, 0.25);
+  EXPECT_LE(std::fabs((acc - 1) * -0.25 - r.expected.at("y").get(0)), budget);
+}
+
+// Beyond the kernel's range (issue 22). bf16 relu, one token, K1 = N1 = 1: x = W1 = 1.887e38 gives
+// h = 3.6e76, which overflows the fp32 mm1 accumulator (and bf16), so y = relu(h) * 0.5 is finite
+// in double but a correct kernel returns Inf or NaN there: care 0, a zero magnitude, counted. With
+// x = 1 and W1 = 1.887e38 / 4, below FLT_MAX / 2, nothing is beyond the range and y = 1.887e38 / 8
+// (exact) is compared.
+TEST(MoeFFNReference, an_overflowing_hidden_value_leaves_y_undefined_and_counted) {
+  const Params p = params(DType::kBF16, {1}, 1, 1, "relu");
+  const double big = 0x1.1Cp127;  // a bf16 value, 1.887e38 (8 significant bits)
+  RefOutputs r = reference(p, make_inputs(p, {{big}, {big}, {}, {0.5}, {}, {}, {}, {}, {}}));
+  ASSERT_EQ(r.care.count("y"), 1u);
+  EXPECT_EQ(r.care.at("y").get(0), 0.0);
+  EXPECT_EQ(r.magnitude.at("y").get(0), 0.0);
+  EXPECT_EQ(r.expected.at("y").get(0), big * big * 0.5);
+  ASSERT_EQ(r.beyond_range.count("y"), 1u);
+  EXPECT_EQ(r.beyond_range.at("y").count, 1);
+  r = reference(p, make_inputs(p, {{1}, {big / 4}, {}, {0.5}, {}, {}, {}, {}, {}}));
+  EXPECT_TRUE(r.beyond_range.empty());
+  EXPECT_EQ(r.care.count("y"), 0u);
+  EXPECT_EQ(r.expected.at("y").get(0), big / 8);
+}
+
+// gelu of a hidden value whose device value may be Inf: x / lower * upper is then -Inf * 0 = NaN,
+// so there is no bound (it was {0, 0}: "x^3 overflows, the device returns 0"); a finite huge x
+// still gives exactly 0.
+TEST(MoeFFNReference, gelu_of_a_possibly_infinite_input_has_no_bound) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(activation_bound(Activation::kGelu, -1e38, inf, DType::kF32).e, inf);
+  const Tracked finite = activation_bound(Activation::kGelu, -1e30, 0.0, DType::kF32);
+  EXPECT_EQ(finite.v, 0.0);
+  EXPECT_EQ(finite.e, 0.0);
+}
+
 // The fixpipe keeps the top 19 bits: 0.1f = 0x3DCCCCCD -> 0x3DCCC000 = 0.0999755859375.
 // relu, x = 3, W1 = 1, deq1 = 1, scale 1, offset 0: aq = 3; acc2 = 3; y = 3 * 0.0999755859375.
 TEST(MoeFFNReference, int8_deq_scale_truncated_to_19_bits) {

@@ -74,6 +74,30 @@ TEST(MoeFinalizeRoutingV2GradReference, doc_example_with_bias) {
             static_cast<double>(0.4708f) * static_cast<double>(0.3816f));
 }
 
+TEST(MoeFinalizeRoutingV2GradReference, grad_scales_beyond_the_kernels_fp32_range_are_undefined_and_counted) {
+  // The doc example with bias[expert 0][0] = x[row 1][0] = 3e38 and gradY[token 0][0] = 0:
+  // slot 0 (row 1, expert 0): x + bias = 6e38 is Inf in fp32 (Inf * 0 = NaN), although the exact
+  // sum of (x + b) * g, 0.3939 * (0.3284 + 0.1981), is small; slot 2 (row 0, expert 0):
+  // (0.6049 + 3e38) * 0.8474 = 2.5e38 >= FLT_MAX / 2, so some fp32 order of the sum may overflow.
+  // Slot 1 (row 3, expert 1) is 0 * (..) + 0.3939 * (0.9476 + 0.9575); slot 3 the doc's value.
+  const Params p = doc_params(true);
+  Values v = doc_values();
+  v.grad_y[0] = 0;
+  v.expanded_x[2] = 3e38;
+  v.bias[0] = 3e38;
+  const RefOutputs out = reference(p, make_inputs(p, v));
+  const Tensor& care = out.care.at("gradScalesOut");
+  EXPECT_EQ(values_of(care), (std::vector<double>{0, 1, 0, 1}));
+  ASSERT_EQ(out.beyond_range.count("gradScalesOut"), 1u);
+  EXPECT_EQ(out.beyond_range.at("gradScalesOut").count, 2);
+  EXPECT_NE(out.beyond_range.at("gradScalesOut").reason.find("overflow"), std::string::npos);
+  EXPECT_EQ(out.beyond_range.count("gradExpandedXOut"), 0u);
+  EXPECT_NEAR(out.expected.at("gradScalesOut").get(1), 0.3939 * (0.9476 + 0.9575), 1e-6);
+  EXPECT_NEAR(out.expected.at("gradScalesOut").get(3), 1.180888, 1e-6);
+  // Without the huge bias nothing is beyond the range.
+  EXPECT_TRUE(reference(p, make_inputs(p, doc_values())).beyond_range.empty());
+}
+
 TEST(MoeFinalizeRoutingV2GradReference, doc_example_without_bias) {
   const Params p = doc_params(false);
   const RefOutputs out = reference(p, make_inputs(p, doc_values()));
