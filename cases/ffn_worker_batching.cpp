@@ -339,7 +339,13 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& r, FillMode /*mode*/
 
 std::string describe(const Params& p, const std::string& output, const std::vector<int64_t>& index,
                      const TensorMap& inputs) {
-  if (index.empty()) return "";
+  if (index.empty()) {  // the first dimension (report.html's error picture)
+    if (output == "groupList") return "group";
+    return output == "y" || output == "dynamicScale" || output.find("Ids") != std::string::npos ||
+                   output == "expertOffsets"
+               ? "output row (batch order)"
+               : "";
+  }
   const ref::Dims d = ref::dims(p);
   if (output == "scheduleContext") {
     const layout::ContextField* f = layout::field_at(index[0]);

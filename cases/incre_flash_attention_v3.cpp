@@ -397,6 +397,7 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode /*
 
 std::string describe(const Params& p, const std::string& output, const std::vector<int64_t>& index,
                      const TensorMap& inputs) {
+  if (output == "attentionOut" && index.empty()) return "batch b";  // dim 0 in BSH and BNSD alike
   if (output != "attentionOut" || index.empty() || p.head_dim <= 0 || p.num_heads <= 0) return "";
   const SpecMap sp = ref::specs(p);
   int64_t flat = 0;

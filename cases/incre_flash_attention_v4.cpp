@@ -128,7 +128,7 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& r, FillMode mode) { 
 std::string describe(const Params& p, const std::string& output, const std::vector<int64_t>& index,
                      const TensorMap& inputs) {
   const std::string s = v3::describe(p.base, output, index, inputs);
-  if (s.empty() || !ref::padding_applies(p) || p.base.head_dim <= 0 || p.base.num_heads <= 0) return s;
+  if (s.empty() || index.empty() || !ref::padding_applies(p) || p.base.head_dim <= 0 || p.base.num_heads <= 0) return s;
   int64_t flat = 0;
   const Shape shape = ref::specs(p).at("attentionOut").shape;  // a copy: specs() is a temporary
   for (size_t i = 0; i < index.size() && i < shape.size(); ++i) flat = flat * shape[i] + index[i];

@@ -451,9 +451,12 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode /*
 
 std::string describe(const Params& p, const std::string& output, const std::vector<int64_t>& index,
                      const TensorMap& inputs) {
-  if (output != "y" || index.size() < 2) return "";
   // y has x's leading dims (x of rank 2..8): the token is their row-major flat index.
   const auto x = inputs.find("x");
+  if (output == "y" && index.empty()) {  // the first dimension (report.html's error picture)
+    return x != inputs.end() && x->second.rank() > 2 ? "x dim 0 (tokens in blocks)" : "token (expert groups in order)";
+  }
+  if (output != "y" || index.size() < 2) return "";
   int64_t token = index[0];
   if (index.size() > 2) {
     if (x == inputs.end() || static_cast<size_t>(x->second.rank()) != index.size()) return "";

@@ -306,6 +306,10 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode mo
 
 std::string describe(const Params& p, const std::string& output, const std::vector<int64_t>& index,
                      const TensorMap& inputs) {
+  if (index.empty()) {  // the first dimension (report.html's error picture)
+    if (output == "gradExpandedXOut") return p.drop_pad_mode == 1 ? "expert" : "expandedX row";
+    return output == "gradScalesOut" ? "token row r" : "";
+  }
   const Tensor& rows = inputs.at("expandedRowIdx");
   if (output == "gradExpandedXOut" && !index.empty()) {
     const int64_t row = p.drop_pad_mode == 1 && index.size() == 3 ? index[0] * p.expert_capacity + index[1] : index[0];

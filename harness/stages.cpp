@@ -214,6 +214,7 @@ Compared compare(const Problem& problem, const ComparePlan& plan, const RefOutpu
     for (auto* points : {&cr.first_failures, &cr.worst}) {
       for (auto& p : *points) p.where = problem.describe(check.name, p.index, inputs);
     }
+    if (!cr.passed && !cr.metrics.axis_budget.empty()) cr.axis_name = problem.describe(check.name, {}, inputs);
     if (!cr.passed) failures += fmt::format("{}{}: {}", failures.empty() ? "" : "; ", check.name, cr.message);
     out.outputs.push_back(OutputResult{check, std::move(cr)});
   }

@@ -11,6 +11,7 @@
 #include "core/npy.h"
 #include "reports/report_junit.h"
 #include "reports/report_standards.h"
+#include "reports/result_text.h"
 #include "reports/run_facts.h"
 
 namespace opgate {
@@ -24,8 +25,15 @@ std::string summary_text(const nlohmann::json& run_info, const std::vector<CaseR
   for (const auto& r : results) {
     if (!verdict_fails(r.verdict, strict)) continue;
     ++n_failures;
-    failures += fmt::format("{} {}: {}\n    repro: {}\n", verdict_name(r.verdict), printable(r.id), printable(r.reason),
-                            printable(r.repro));
+    failures += fmt::format("{} {}: {}\n", verdict_name(r.verdict), printable(r.id), printable(r.reason));
+    // Each failing output's worst element, in the units of its dtype (ulps beside the values).
+    for (const auto& o : r.outputs) {
+      if (o.compare.passed || o.compare.worst.empty()) continue;
+      const ComparePoint& p = o.compare.worst.front();
+      failures += printable(fmt::format("    {} {} {}: {}", o.compare.name, nlohmann::json(p.index).dump(), p.where,
+                                        point_text(o.plan.device_dtype, p))) + "\n";
+    }
+    failures += fmt::format("    repro: {}\n", printable(r.repro));
   }
   const std::string backend = printable(recorded_backend(run_info));
   std::string s = fmt::format("opgate: {} of {} cases failed{}\n", n_failures, results.size(),

@@ -128,7 +128,8 @@ TEST(ReportHtml, the_operator_summary_counts_verdicts_and_names_the_worst_budget
   const std::string alpha = slice(html, "<tr class=\"op\" data-op=\"alpha\">", "</tr>");
   EXPECT_NE(alpha.find("<td class=\"n\">3</td><td class=\"n\" data-verdict=\"PASSED\">2</td>"
                        "<td class=\"n\" data-verdict=\"FAILED\">1</td><td class=\"n\" data-verdict=\"SKIPPED\">0</td>"
-                       "<td class=\"n\" data-verdict=\"CRASHED\">0</td><td class=\"budget\">3.5 <small>a2</small></td>"),
+                       "<td class=\"n\" data-verdict=\"CRASHED\">0</td><td class=\"budget\" data-key=\"3.5\" "
+                         "title=\"budget_used 3.5\">3.5x over <small>a2</small></td>"),
             std::string::npos)
       << alpha;
   const std::string beta = slice(html, "<tr class=\"op\" data-op=\"beta\">", "</tr>");
@@ -195,13 +196,16 @@ TEST(ReportHtml, a_failed_output_lists_its_five_worst_elements_in_domain_terms) 
   ok.name = "fine_output";
   ok.worst = c.worst;  // a passed output's worst elements are not failures
   CaseResult r = result_with(c);
+  r.outputs[0].plan.device_dtype = DType::kF16;
   r.outputs.push_back(OutputResult{OutputCheck{}, ok});
   const std::string html = render_html_report(nlohmann::json::object(), {r}, counts_of({r}));
   const std::string section = slice(html, "<section id=\"failures\">", "</section>");
-  EXPECT_NE(section.find("<b>y</b> (exact): 7 of 8 compared elements outside exact (allowed 0)"), std::string::npos)
+  EXPECT_NE(section.find("<b>y</b> (exact, float16): 7 of 8 compared elements outside exact (allowed 0)"),
+            std::string::npos)
       << section;
-  EXPECT_NE(section.find("<tr><td><code>[3,0]</code></td><td>row 3 (r 1, k 1), col 0</td><td>1.5</td><td>1.5</td>"
-                         "<td>2.5</td><td>1.0</td><td>0.125</td></tr>"),
+  // fp16 1.5 -> 2.5: 0.5 / 2^-10 = 512 values up to 2, then 0.5 / 2^-9 = 256 up to 2.5: 768 ulp.
+  EXPECT_NE(section.find("<tr><td><code>[3,0]</code></td><td>row 3 (r 1, k 1), col 0</td><td>1.5</td><td>2.5</td>"
+                         "<td class=\"n\">768</td><td>1</td><td>0.125</td><td>1.5</td></tr>"),
             std::string::npos)
       << section;
   EXPECT_NE(section.find("<td>3.5 <b>[poison]</b></td>"), std::string::npos) << section;
@@ -297,13 +301,22 @@ TEST(ReportHtml, a_failing_output_draws_its_error_along_dim_0) {
   r.op = "op";
   r.verdict = Verdict::kFailed;
   r.outputs.push_back(OutputResult{OutputCheck{}, c});
+  const std::string unnamed = render_html_report(nlohmann::json::object(), {r}, VerdictCounts{});
+  EXPECT_NE(unnamed.find("y: error along dim 0 (dim 0: 8 indices in 4 cells"), std::string::npos) << unnamed;
+  // The operator names the axis (Problem::describe of an empty index); the legend gives the colours.
+  r.outputs[0].compare.axis_name = "expert";
   const std::string html = render_html_report(nlohmann::json::object(), {r}, VerdictCounts{});
   EXPECT_NE(html.find("<svg class=\"axis\""), std::string::npos) << html;
-  EXPECT_NE(html.find("y: error along dim 0 (8 indices in 4 cells"), std::string::npos);
-  EXPECT_NE(html.find("fill=\"#cfd8dc\"><title>0-1: 0.05</title>"), std::string::npos);
-  EXPECT_NE(html.find("fill=\"#f9a825\"><title>2-3: 0.5</title>"), std::string::npos);
-  EXPECT_NE(html.find("fill=\"#c62828\"><title>4-5: 3</title>"), std::string::npos);
-  EXPECT_NE(html.find("fill=\"#c62828\"><title>6-7: mismatch</title>"), std::string::npos);
+  EXPECT_NE(html.find("y: error along expert (dim 0: 8 indices in 4 cells"), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#cfd8dc\"><title>expert 0-1: 0.05</title>"), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#f9a825\"><title>expert 2-3: 0.5</title>"), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#c62828\"><title>expert 4-5: 3</title>"), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#c62828\"><title>expert 6-7: mismatch</title>"), std::string::npos);
+  const size_t legend = html.find("</svg><p class=\"legend\"><small>share of the allowance used:");
+  EXPECT_NE(legend, std::string::npos) << html;
+  for (const char* colour : {"#cfd8dc", "#f9a825", "#c62828"}) {
+    EXPECT_NE(html.find(colour, legend), std::string::npos) << colour << " in the legend";
+  }
 }
 
 TEST(ReportHtml, a_history_trend_charts_budget_per_run_and_marks_failures) {
