@@ -512,44 +512,6 @@ constexpr const char* kScript = R"JS(
 })();
 )JS";
 
-// budget_used of one output across the last runs: a line on a log scale (log10(1 + budget), so
-// 0.5 and 4068 fit one chart), a dot per run, red where the output failed; titles give the values.
-std::string trend_svg(const BudgetTrend& t) {
-  constexpr double kW = 240, kH = 40;
-  const size_t n = t.budget.size();
-  double top = std::log10(2.0);  // at least the allowance (budget 1) fits
-  for (double b : t.budget) {
-    if (std::isfinite(b)) top = std::max(top, std::log10(1 + b));
-  }
-  auto x = [&](size_t i) { return n <= 1 ? kW / 2 : 6 + (kW - 12) * static_cast<double>(i) / static_cast<double>(n - 1); };
-  auto y = [&](double b) { return kH - 4 - (kH - 8) * std::log10(1 + b) / top; };
-  std::string line, dots;
-  for (size_t i = 0; i < n; ++i) {
-    const double b = t.budget[i];
-    if (!std::isfinite(b)) continue;
-    line += fmt::format("{}{:.1f},{:.1f}", line.empty() ? "" : " ", x(i), y(b));
-    dots += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}: {}{}</title></circle>", x(i),
-                        y(b), t.failed[i] ? "#c62828" : "#2e7d32", esc(t.runs[i]), metric(b),
-                        t.failed[i] ? " (failed)" : "");
-  }
-  return fmt::format("<svg class=\"trend\" width=\"{}\" height=\"{}\" role=\"img\"><line x1=\"0\" x2=\"{}\" y1=\"{:.1f}\" "
-                     "y2=\"{:.1f}\" stroke=\"#999\" stroke-dasharray=\"3\"/><polyline points=\"{}\" fill=\"none\" "
-                     "stroke=\"#607d8b\"/>{}</svg>",
-                     kW, kH, kW, y(1), y(1), line, dots);
-}
-
-// The trend of each failing case's outputs over the history's last runs (dashed: the allowance).
-std::string trends_section(const std::vector<BudgetTrend>& trends) {
-  std::string html = "<h2 id=\"trends\">Trends of failing cases (budget used over the last runs)</h2>";
-  if (trends.empty()) return html + "<p>No case failed in this run.</p>";
-  html += "<table><tr><th>case</th><th>output</th><th>runs</th><th>budget used (dashed: the allowance)</th></tr>";
-  for (const BudgetTrend& t : trends) {
-    html += fmt::format("<tr class=\"trend\" data-id=\"{}\"><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                        esc(t.case_id), esc(t.case_id), esc(t.output), t.budget.size(), trend_svg(t));
-  }
-  return html + "</table>";
-}
-
 }  // namespace
 
 std::string render_html_report(const nlohmann::json& run_info, const std::vector<CaseResult>& results,
