@@ -27,7 +27,8 @@ std::string run_axis(const BudgetTrend& t, size_t i) {
 
 // budget_used of one output across the last runs: a line on a log scale (log10(1 + budget), so
 // 0.5 and 4068 fit one chart), a dot per run, red where the output failed; the allowance dashed
-// and named, the first and last runs' date and rev under the line; titles give each run's value.
+// and named (under the line when it is at the top), the first and last runs' date and rev under
+// the line; titles give each run's value.
 std::string trend_svg(const BudgetTrend& t) {
   constexpr double kW = 240, kH = 40;
   const size_t n = t.budget.size();
@@ -56,7 +57,7 @@ std::string trend_svg(const BudgetTrend& t) {
                      "y2=\"{:.1f}\" stroke=\"#999\" stroke-dasharray=\"3\"/><text x=\"{}\" y=\"{:.1f}\" font-size=\"8\" "
                      "fill=\"#777\" text-anchor=\"end\">allowance</text><polyline points=\"{}\" fill=\"none\" "
                      "stroke=\"#607d8b\"/>{}{}</svg>",
-                     kW, kW, y(1), y(1), kW, y(1) - 2, line, dots, axis);
+                     kW, kW, y(1), y(1), kW, y(1) < 12 ? y(1) + 9 : y(1) - 2, line, dots, axis);
 }
 
 }  // namespace
@@ -105,11 +106,14 @@ std::string trends_section(const std::vector<BudgetTrend>& trends) {
                       telling.size(), trends.size() - telling.size(), flat.size());
   html += "<table id=\"trend-table\"><tr><th>case</th><th>output</th><th>trend</th><th>first &rarr; last</th>"
           "<th>budget used per run (log scale)</th></tr>";
-  auto values = [](const BudgetTrend& t) {
+  // A failed run says so: an exact output fails with budget 0 (it has no allowance to use).
+  auto value = [](const BudgetTrend& t, size_t i) {
+    return budget_text(t.budget[i]) + (i < t.failed.size() && t.failed[i] ? " (failed)" : "");
+  };
+  auto values = [&](const BudgetTrend& t) {
     if (t.budget.empty()) return std::string("&mdash;");
     return fmt::format("<span title=\"{} &rarr; {}\">{} &rarr; {}</span>", esc(number_text(t.budget.front())),
-                       esc(number_text(t.budget.back())), esc(budget_text(t.budget.front())),
-                       esc(budget_text(t.budget.back())));
+                       esc(number_text(t.budget.back())), esc(value(t, 0)), esc(value(t, t.budget.size() - 1)));
   };
   for (const BudgetTrend* t : telling) {
     html += fmt::format("<tr class=\"trend\" data-id=\"{}\"><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td>"

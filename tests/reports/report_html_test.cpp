@@ -334,8 +334,9 @@ TEST(ReportHtml, a_history_trend_charts_budget_per_run_and_marks_failures) {
   EXPECT_NE(html.find("<tr class=\"trend\" data-id=\"op.case.f16.001\"><td><code>op.case.f16.001</code></td><td>y</td>"
                       "<td>new failure</td>"),
             std::string::npos) << html;
-  // The first and last values, bounded (0.5 is within the allowance, 3 is 3.0x over it).
-  EXPECT_NE(html.find(">0.50 &rarr; 3.0x over</span>"), std::string::npos) << html;
+  // The first and last values, bounded (0.5 is within the allowance, 3 is 3.0x over it), a failed
+  // run marked as such.
+  EXPECT_NE(html.find(">0.50 &rarr; 3.0x over (failed)</span>"), std::string::npos) << html;
   EXPECT_NE(html.find("<circle cx=\"6.0\" cy=\"26.6\" r=\"3\" fill=\"#2e7d32\"><title>run 1: 0.5</title></circle>"),
             std::string::npos);
   EXPECT_NE(html.find("<circle cx=\"234.0\" cy=\"4.0\" r=\"3\" fill=\"#c62828\"><title>run 2 (abc): 3 (failed)</title></circle>"),
