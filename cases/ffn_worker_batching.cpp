@@ -159,6 +159,27 @@ std::string entry_text(const ref::Entry& x) {
 
 }  // namespace
 
+// The accepted params: the one table the reader checks against, that `opgate list --params-of`
+// prints and cases/ffn_worker_batching/README.md holds, and that the unknown-key error lists.
+const std::vector<ParamDoc>& param_docs() {
+  static const std::vector<ParamDoc> docs = {
+      {"maxOutShape", "integer list", "[1, 1, 1, 1]", "aclnn attribute [A, BS, K, H]: sessions, micro batch size, experts per token, hidden"},
+      {"expertNum", "integer", "8", "aclnn attribute: experts"},
+      {"tokenDtype", "integer", "0", "aclnn attribute: 0 float16, 1 bfloat16, 2 int8 (with its scale)"},
+      {"needSchedule", "integer", "0", "aclnn attribute"},
+      {"layerNum", "integer", "0", "aclnn attribute: layers sharing the experts"},
+      {"microBatchNum", "integer", "1", "context: micro batches M (at most 64)"},
+      {"attnToFfnTokenSize", "integer", "the payload, 2H or H + 4", "context: bytes per token slot (HS)"},
+      {"outNum", "integer", "A", "context, NORM: sessions to gather"},
+      {"pollingIndex", "integer", "0", "context, RECV: the micro batch polled"},
+      {"maskRate", "real", "0", "knob: share of entries masked"},
+      {"maskValue", "integer", "0", "knob: the masked id; 0 mixes 0x7F7F7F7F, INT32_MAX and 1000000"},
+      {"hotRate", "real", "0", "knob: share of unmasked entries sent to the last expert of their layer"},
+      {"usedExperts", "integer", "0", "knob: distinct ids per layer, spread with gaps (0: all)"},
+  };
+  return docs;
+}
+
 Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j) {
   if (!j.is_object()) return parse_error("field 'params': not an object");
   Params p;
@@ -178,7 +199,7 @@ Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j) {
   }
   nlohmann::json rest = j;
   rest.erase("maxOutShape");
-  ParamReader r(rest);
+  ParamReader r(rest, &param_docs());
   // Attributes keep the full int64 range: out-of-range values are what validate must reject.
   p.expert_num = r.integer("expertNum", 8, INT64_MIN, INT64_MAX);
   p.token_dtype = r.integer("tokenDtype", 0, INT64_MIN, INT64_MAX);
@@ -339,7 +360,13 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& r, FillMode /*mode*/
 
 std::string describe(const Params& p, const std::string& output, const std::vector<int64_t>& index,
                      const TensorMap& inputs) {
-  if (index.empty()) return "";
+  if (index.empty()) {  // the first dimension (report.html's error picture)
+    if (output == "groupList") return "group";
+    return output == "y" || output == "dynamicScale" || output.find("Ids") != std::string::npos ||
+                   output == "expertOffsets"
+               ? "output row (batch order)"
+               : "";
+  }
   const ref::Dims d = ref::dims(p);
   if (output == "scheduleContext") {
     const layout::ContextField* f = layout::field_at(index[0]);

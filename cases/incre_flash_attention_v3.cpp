@@ -145,11 +145,55 @@ std::string default_quant_shape(const Params& p) {
 
 }  // namespace
 
+// The accepted params: the one table the reader checks against, that `opgate list --params-of`
+// prints and cases/incre_flash_attention_v3/README.md holds, and that the unknown-key error lists
+// (V4 adds its own key, incre_flash_attention_v4.cpp).
+const std::vector<ParamDoc>& param_docs() {
+  static const std::vector<ParamDoc> docs = {
+      {"dtype", "dtype", "float16", "query and pse"},
+      {"kvDtype", "dtype", "dtype", "key and value (int8: antiquant)"},
+      {"outDtype", "dtype", "dtype", "attentionOut (int8: output quantisation)"},
+      {"B", "integer", "1", "batch"},
+      {"numHeads", "integer", "1", "aclnn attribute: query heads N"},
+      {"numKeyValueHeads", "integer", "0", "aclnn attribute: kv heads N2 (0: numHeads)"},
+      {"D", "integer", "16", "head dim"},
+      {"S", "integer", "16", "KV length of kvCache tensor"},
+      {"inputLayout", "string", "BSH", "aclnn attribute: BSH, BNSD or BSND"},
+      {"scaleValue", "real", "1/sqrt(D)", "aclnn attribute"},
+      {"innerPrecise", "integer", "1", "aclnn attribute"},
+      {"actualSeqLengths", "integer list or null", "absent (nullptr)", "KV length per batch; [] passes an empty list"},
+      {"kvCache", "string", "tensor", "KV form: tensor, list (kvSeqLens), paged3d or paged4d (BNSD)"},
+      {"kvSeqLens", "integer list", "none", "list: the S of each batch's tensor"},
+      {"blockSize", "integer", "0", "aclnn attribute, paged: rows per page"},
+      {"maxBlockNumPerSeq", "integer", "ceil(max L / blockSize)", "paged: block table columns"},
+      {"blockNum", "integer", "the blocks needed plus a quarter", "paged: pages in the pool"},
+      {"tablePad", "string", "minus1", "paged: unused block-table entries, minus1 or garbage"},
+      {"pseShift", "bool", "false", "pass pseShift"},
+      {"pseBatch", "integer", "B", "pseShift: batch, 1 or B"},
+      {"pseS", "integer", "the KV capacity", "pseShift: last dim"},
+      {"attenMask", "bool", "false", "pass attenMask"},
+      {"maskDtype", "dtype", "bool", "attenMask dtype"},
+      {"maskRank", "integer", "4", "attenMask rank, 2 to 4"},
+      {"maskS", "integer", "the KV capacity", "attenMask last dim"},
+      {"maskPattern", "string", "mixed", "knob: mixed, random, prefix, all, none or suffix"},
+      {"maskRate", "real", "0.3", "knob: share of positions masked (random)"},
+      {"maskPrefix", "integer", "a random cut", "knob: the prefix / suffix cut"},
+      {"antiquant", "string", "per-channel for int8 KV, else none", "none, per-tensor or per-channel"},
+      {"antiquantOffset", "bool", "false", "antiquant: pass the offset"},
+      {"antiquantShape", "string", "by layout: 2H, 2ND, 2N1D (per-tensor 2)", "antiquant: 2N1D, 21ND, 2ND, 2H or 2"},
+      {"quantScale2", "string", "per-tensor for int8 out, else none", "output quantisation: none, per-tensor or per-channel"},
+      {"quantOffset2", "bool", "false", "quantScale2: pass the offset"},
+      {"quantDtype", "dtype", "float32", "quantScale2 dtype"},
+      {"quantShape", "string", "by layout: 11H, 11ND, 1N1D (per-tensor 1)", "quantScale2: 1N1D, N1D, ND, 11ND, 1ND, 1H, 11H, H or 1"},
+  };
+  return docs;
+}
+
 Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j_in) {
   if (!j_in.is_object()) return parse_error("field 'params': not an object");
   nlohmann::json j = j_in;
   OPGATE_ASSIGN_OR_RETURN(Strings str, take_strings(j));
-  ParamReader r(j);
+  ParamReader r(j, &param_docs());
   Params p;
   Knobs k;
   p.dtype = r.dtype("dtype", DType::kF16);
@@ -397,6 +441,7 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode /*
 
 std::string describe(const Params& p, const std::string& output, const std::vector<int64_t>& index,
                      const TensorMap& inputs) {
+  if (output == "attentionOut" && index.empty()) return "batch b";  // dim 0 in BSH and BNSD alike
   if (output != "attentionOut" || index.empty() || p.head_dim <= 0 || p.num_heads <= 0) return "";
   const SpecMap sp = ref::specs(p);
   int64_t flat = 0;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "cases/param_docs.h"
 #include "cases/problem_binding.h"
 #include "device/layout/incre_flash_attention_v4.h"
 
@@ -36,8 +37,30 @@ void rotate_rows(Tensor& t, int64_t first, int64_t count, int64_t len, int64_t w
 
 }  // namespace
 
+// The accepted params: V3's table (cases/incre_flash_attention_v3.cpp) and kvPaddingSize; what
+// `opgate list --params-of` prints and cases/incre_flash_attention_v4/README.md holds.
+const std::vector<ParamDoc>& param_docs() {
+  static const std::vector<ParamDoc> docs = [] {
+    std::vector<ParamDoc> d = *param_docs_of("incre_flash_attention_v3");
+    d.push_back({"kvPaddingSize", "integer or null", "absent (no tensor: V3's call)",
+                 "the one INT64 element of kvPaddingSize: left padding of each batch's KV"});
+    return d;
+  }();
+  return docs;
+}
+
 Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j_in) {
   if (!j_in.is_object()) return parse_error("field 'params': not an object");
+  // A key of neither table is unknown here, so the error lists V4's keys, kvPaddingSize included
+  // (V3's reader would list its own).
+  for (auto it = j_in.begin(); it != j_in.end(); ++it) {
+    const auto& docs = param_docs();
+    if (std::none_of(docs.begin(), docs.end(), [&](const ParamDoc& d) { return it.key() == d.name; })) {
+      std::string list;
+      for (const ParamDoc& d : docs) list += (list.empty() ? "" : ", ") + std::string(d.name);
+      return parse_error(fmt::format("field 'params.{}': unknown key (known: {})", it.key(), list));
+    }
+  }
   nlohmann::json j = j_in;
   Params p;
   if (j.contains("kvPaddingSize")) {
@@ -128,7 +151,7 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& r, FillMode mode) { 
 std::string describe(const Params& p, const std::string& output, const std::vector<int64_t>& index,
                      const TensorMap& inputs) {
   const std::string s = v3::describe(p.base, output, index, inputs);
-  if (s.empty() || !ref::padding_applies(p) || p.base.head_dim <= 0 || p.base.num_heads <= 0) return s;
+  if (s.empty() || index.empty() || !ref::padding_applies(p) || p.base.head_dim <= 0 || p.base.num_heads <= 0) return s;
   int64_t flat = 0;
   const Shape shape = ref::specs(p).at("attentionOut").shape;  // a copy: specs() is a temporary
   for (size_t i = 0; i < index.size() && i < shape.size(); ++i) flat = flat * shape[i] + index[i];

@@ -260,6 +260,30 @@ Builder& Builder::tokens(std::vector<int64_t> counts) {
   return *this;
 }
 
+// The accepted params: the one table the reader checks against, that `opgate list --params-of`
+// prints and cases/moe_ffn/README.md holds, and that the unknown-key error lists.
+const std::vector<ParamDoc>& param_docs() {
+  static const std::vector<ParamDoc> docs = {
+      {"expertTokens", "integer list or null", "[1]", "tokens per expert (counts, not cumulative); null passes nullptr (one expert)"},
+      {"activation", "string", "fastgelu", "aclnn attribute: fastgelu, gelu, relu or silu"},
+      {"dtype", "dtype", "float16", "x, weight1 and weight2: float16, bfloat16 or int8 (the quantised path)"},
+      {"yDtype", "dtype", "bfloat16 for bfloat16 x, else float16", "y: float16, bfloat16 or float32"},
+      {"deqScaleDtype", "dtype", "bfloat16 for bfloat16 y, else uint64", "deqScale1/2 of int8 x: uint64, int64, float32 or bfloat16"},
+      {"M", "integer", "the sum of expertTokens (1 without)", "rows of x (tokens)"},
+      {"K1", "integer", "16", "hidden size of x (columns of x, rows of weight1)"},
+      {"N1", "integer", "16", "columns of weight1 (the FFN's inner size)"},
+      {"innerPrecise", "integer", "0 for bfloat16 x, else 1", "aclnn attribute: 1 high performance, 0 high precision"},
+      {"bias1", "bool", "false", "pass bias1"},
+      {"bias2", "bool", "false", "pass bias2"},
+      {"perChannelScale", "bool", "false", "int8: scale (E, N1) instead of (E)"},
+      {"offsetLength", "integer", "0", "int8: elements of offset; 0 means E"},
+      {"quantRange", "real", "0.5", "knob, int8: the re-quantisation scale maps a typical absolute hidden value onto quantRange x 127 (above 1 saturates)"},
+      {"fineBits", "integer", "0", "knob, exact fills: extra fraction bits (0-9) so the kernel's casts round and hit ties"},
+      {"offsetShift", "real", "0", "knob, int8: added to every offset, so a x scale + offset reaches -128"},
+  };
+  return docs;
+}
+
 Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j) {
   if (!j.is_object()) return parse_error("field 'params': not an object");
   Params p;
@@ -295,7 +319,7 @@ Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j) {
     p.activation = j["activation"].get<std::string>();
     rest.erase("activation");
   }
-  ParamReader r(rest);
+  ParamReader r(rest, &param_docs());
   p.dtype = r.dtype("dtype", DType::kF16);
   p.y_dtype = r.dtype("yDtype", default_y(p.dtype));
   p.deq_dtype = r.dtype("deqScaleDtype", default_deq(p.y_dtype));
@@ -451,9 +475,12 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode /*
 
 std::string describe(const Params& p, const std::string& output, const std::vector<int64_t>& index,
                      const TensorMap& inputs) {
-  if (output != "y" || index.size() < 2) return "";
   // y has x's leading dims (x of rank 2..8): the token is their row-major flat index.
   const auto x = inputs.find("x");
+  if (output == "y" && index.empty()) {  // the first dimension (report.html's error picture)
+    return x != inputs.end() && x->second.rank() > 2 ? "x dim 0 (tokens in blocks)" : "token (expert groups in order)";
+  }
+  if (output != "y" || index.size() < 2) return "";
   int64_t token = index[0];
   if (index.size() > 2) {
     if (x == inputs.end() || static_cast<size_t>(x->second.rank()) != index.size()) return "";

@@ -168,8 +168,28 @@ void make_adversarial(const Params& p, TensorMap& in, Routing& routing, uint64_t
 
 }  // namespace
 
+// The accepted params: the one table the reader checks against, that `opgate list --params-of`
+// prints and cases/moe_finalize_routing_v2_grad/README.md holds, and that the unknown-key error lists.
+const std::vector<ParamDoc>& param_docs() {
+  static const std::vector<ParamDoc> docs = {
+      {"dtype", "dtype", "float32", "gradY, expandedX and the outputs: float16, bfloat16 or float32"},
+      {"R", "integer", "1", "token rows"},
+      {"K", "integer", "1", "top-k slots per row"},
+      {"H", "integer", "1", "hidden size"},
+      {"scales", "bool", "false", "pass scalesOptional (without it bias and expertIdx are passed and ignored)"},
+      {"bias", "bool", "false", "pass biasOptional and expertIdxOptional"},
+      {"dropPadMode", "integer", "0", "aclnn attribute: 0 dropless, 1 drop/pad"},
+      {"activeNum", "integer", "0", "aclnn attribute: active rows of expandedX (dropless)"},
+      {"expertNum", "integer", "1", "aclnn attribute: experts"},
+      {"expertCapacity", "integer", "1", "aclnn attribute: rows per expert (drop/pad)"},
+      {"dropRate", "real", "0", "knob: share of slots given index -1"},
+      {"skew", "real", "0", "knob: share of slots sent to expert 0 (overflows its capacity in drop/pad)"},
+  };
+  return docs;
+}
+
 Expected<std::pair<Params, Knobs>> from_json(const nlohmann::json& j) {
-  ParamReader r(j);
+  ParamReader r(j, &param_docs());
   Params p;
   Knobs k;
   p.dtype = r.dtype("dtype", DType::kF32);
@@ -306,6 +326,10 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode mo
 
 std::string describe(const Params& p, const std::string& output, const std::vector<int64_t>& index,
                      const TensorMap& inputs) {
+  if (index.empty()) {  // the first dimension (report.html's error picture)
+    if (output == "gradExpandedXOut") return p.drop_pad_mode == 1 ? "expert" : "expandedX row";
+    return output == "gradScalesOut" ? "token row r" : "";
+  }
   const Tensor& rows = inputs.at("expandedRowIdx");
   if (output == "gradExpandedXOut" && !index.empty()) {
     const int64_t row = p.drop_pad_mode == 1 && index.size() == 3 ? index[0] * p.expert_capacity + index[1] : index[0];

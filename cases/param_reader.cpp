@@ -1,6 +1,7 @@
 // Strict params reading shared by every operator's JSON binding.
 #include "cases/param_reader.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -8,6 +9,10 @@
 namespace opgate {
 
 const nlohmann::json* ParamReader::take(const char* key) {
+  if (docs_ != nullptr) {
+    const bool documented = std::any_of(docs_->begin(), docs_->end(), [&](const ParamDoc& d) { return d.name == std::string(key); });
+    OPGATE_CHECK(documented, fmt::format("ParamReader: key '{}' is missing from the operator's param_docs()", key));
+  }
   known_.insert(key);
   if (!j_.is_object() || !j_.contains(key)) return nullptr;
   return &j_[key];
@@ -78,7 +83,11 @@ Status ParamReader::finish() const {
   for (auto it = j_.begin(); it != j_.end(); ++it) {
     if (known_.count(it.key()) == 0) {
       std::string list;
-      for (const auto& k : known_) list += (list.empty() ? "" : ", ") + k;
+      if (docs_ != nullptr) {
+        for (const ParamDoc& d : *docs_) list += (list.empty() ? "" : ", ") + std::string(d.name);
+      } else {
+        for (const auto& k : known_) list += (list.empty() ? "" : ", ") + k;
+      }
       return parse_error(fmt::format("field 'params.{}': unknown key (known: {})", it.key(), list));
     }
   }

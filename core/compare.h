@@ -189,6 +189,10 @@ struct CompareResult {
   std::vector<ComparePoint> first_failures;  // first in index order (at most 10)
   std::vector<ComparePoint> worst;           // largest errors relative to allowance (at most 10)
   std::vector<StandardResult> standards;     // Ascend's standards, in a fixed order
+  // What the first dimension (the error picture's axis, metrics.axis_budget) is in the operator's
+  // terms ("batch", "expert", "token row r"), from Problem::describe of an empty index; filled by
+  // the caller for a failing output with an error picture.
+  std::string axis_name;
   VacuityInputs vacuity;
 };
 

@@ -48,7 +48,9 @@ class Problem {
   virtual TensorMap unpack(const TensorMap& images) const = 0;
   // How each output is checked; `mode` matters because exact fills make accumulations exact.
   virtual ComparePlan compare_plan(const RefOutputs& ref, FillMode mode) const = 0;
-  // An output element's position in domain terms (row, k, expert, head, page), for reports.
+  // An output element's position in domain terms (row, k, expert, head, page), for reports; for an
+  // empty index, what the output's first dimension is ("batch", "expert"; "" when not known), the
+  // axis of report.html's error picture.
   virtual std::string describe(const std::string& output, const std::vector<int64_t>& index,
                                const TensorMap& inputs) const = 0;
 

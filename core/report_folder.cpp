@@ -22,6 +22,7 @@
 #include "core/case.h"
 #include "core/json_read.h"
 #include "core/npy.h"
+#include "core/tensor_dump.h"
 
 namespace opgate {
 
@@ -365,8 +366,47 @@ bool holds_report(const std::string& dir) {
 
 namespace {
 
-// The failed/<id>.json files (and temporaries) a run wrote in failed/, then failed/ if that empties
-// it; a link named failed is removed itself.
+// A tensor dump (harness/dump.h) the run wrote as failed/<id>/: its README.txt, opening with the
+// marker, and the .npy files of its known subfolders; opened without following links, so a link is
+// never followed out of the report. Files it does not know keep their folder (rmdir fails).
+Status remove_dump_folder(int failed_fd, const std::string& name, const std::string& where) {
+  const int fd = ::openat(failed_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Status::ok();  // not a folder: not a dump
+  char head[32] = {};
+  const int readme = ::openat(fd, "README.txt", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  const ssize_t n = readme < 0 ? -1 : ::read(readme, head, sizeof head - 1);
+  if (readme >= 0) ::close(readme);
+  const std::string marker = kTensorDumpMarker;
+  if (n < static_cast<ssize_t>(marker.size()) || std::string(head, marker.size()) != marker) {
+    ::close(fd);
+    return Status::ok();
+  }
+  Status status = Status::ok();
+  for (const char* sub : kTensorDumpFolders) {
+    const int sub_fd = ::openat(fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR* entries = sub_fd < 0 ? nullptr : ::fdopendir(sub_fd);
+    if (entries == nullptr) {
+      if (sub_fd >= 0) ::close(sub_fd);
+      continue;
+    }
+    while (const dirent* e = ::readdir(entries)) {
+      const std::string file = e->d_name;
+      if (file.size() <= 4 || file.compare(file.size() - 4, 4, ".npy") != 0) continue;
+      if (::unlinkat(sub_fd, file.c_str(), 0) != 0 && errno != ENOENT && status.is_ok()) {
+        status = io_error(fmt::format("{}/{}/{}/{}: cannot remove: {}", where, name, sub, file, errno_text()));
+      }
+    }
+    ::closedir(entries);
+    ::unlinkat(fd, sub, AT_REMOVEDIR);
+  }
+  ::unlinkat(fd, "README.txt", 0);
+  ::close(fd);
+  ::unlinkat(failed_fd, name.c_str(), AT_REMOVEDIR);
+  return status;
+}
+
+// The failed/<id>.json files (and temporaries) and the tensor dumps (failed/<id>/, --dump-failed) a
+// run wrote in failed/, then failed/ if that empties it; a link named failed is removed itself.
 Status remove_failed_folder(int dir_fd, const std::string& dir) {
   struct stat st {};
   if (::fstatat(dir_fd, "failed", &st, AT_SYMLINK_NOFOLLOW) != 0) return Status::ok();
@@ -383,6 +423,12 @@ Status remove_failed_folder(int dir_fd, const std::string& dir) {
   Status status = Status::ok();
   while (const dirent* e = ::readdir(entries)) {
     const std::string name = e->d_name;
+    if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN) {
+      if (name == "." || name == "..") continue;
+      status = remove_dump_folder(failed_fd, name, dir + "/failed");
+      if (!status.is_ok()) break;
+      if (e->d_type == DT_DIR) continue;
+    }
     const bool ours = name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0;
     if (!ours && name.find(".tmp.") == std::string::npos) continue;
     if (::unlinkat(failed_fd, name.c_str(), 0) != 0 && errno != ENOENT) {

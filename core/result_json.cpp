@@ -270,6 +270,7 @@ nlohmann::json to_json(const ComparePoint& p) {
 nlohmann::json to_json(const CompareResult& r) {
   nlohmann::json j{{"name", r.name}, {"check", r.standard}, {"passed", r.passed}, {"message", r.message},
                    {"metrics", to_json(r.metrics)}};
+  if (!r.axis_name.empty()) j["axis_name"] = r.axis_name;
   for (const auto& p : r.first_failures) j["first_failures"].push_back(to_json(p));
   for (const auto& p : r.worst) j["worst"].push_back(to_json(p));
   for (const auto& st : r.standards) {
@@ -367,6 +368,7 @@ Expected<CompareResult> compare_result_from_json(const nlohmann::json& j) {
   f.text("check", r.standard);
   f.boolean("passed", r.passed);
   f.text("message", r.message);
+  f.text("axis_name", r.axis_name);
   if (const auto* m = f.find("metrics")) {
     OPGATE_ASSIGN_OR_RETURN(r.metrics, metrics_from_json(*m, "output: field 'metrics'"));
   }

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/npy.h"
+#include "core/tensor_dump.h"
 
 namespace opgate {
 namespace {
@@ -20,7 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The first line of every dump's README.txt: how a folder is recognised as a previous dump.
-constexpr const char* kDumpMarker = "opgate tensor dump";
+constexpr const char* kDumpMarker = kTensorDumpMarker;
 
 struct DumpFile {
   std::string rel;  // "got/attentionOut.npy"
@@ -142,7 +143,7 @@ struct Staging {
 
 Status write_staged(const fs::path& staging, const CaseResult& r, const CaseTensors& t) {
   const std::vector<DumpFile> files = dump_files(t);
-  for (const char* folder : {"inputs", "expected", "got", "allowance", "care"}) {
+  for (const char* folder : kTensorDumpFolders) {
     for (const auto& f : files) {
       if (f.rel.rfind(std::string(folder) + "/", 0) == 0) {
         OPGATE_TRY(make_dirs((staging / folder).string()));

@@ -218,6 +218,7 @@ Compared compare(const Problem& problem, const ComparePlan& plan, const RefOutpu
       cr.metrics.beyond_range = beyond->second.count;
       cr.message += fmt::format("; {} element(s) not compared: {}", beyond->second.count, beyond->second.reason);
     }
+    if (!cr.passed && !cr.metrics.axis_budget.empty()) cr.axis_name = problem.describe(check.name, {}, inputs);
     if (!cr.passed) failures += fmt::format("{}{}: {}", failures.empty() ? "" : "; ", check.name, cr.message);
     out.outputs.push_back(OutputResult{check, std::move(cr)});
   }

@@ -3,6 +3,7 @@
 #include "reports/report.h"
 
 #include <ctime>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -11,6 +12,8 @@
 #include "core/npy.h"
 #include "reports/report_junit.h"
 #include "reports/report_standards.h"
+#include "reports/report_trends.h"
+#include "reports/result_text.h"
 #include "reports/run_facts.h"
 
 namespace opgate {
@@ -24,8 +27,15 @@ std::string summary_text(const nlohmann::json& run_info, const std::vector<CaseR
   for (const auto& r : results) {
     if (!verdict_fails(r.verdict, strict)) continue;
     ++n_failures;
-    failures += fmt::format("{} {}: {}\n    repro: {}\n", verdict_name(r.verdict), printable(r.id), printable(r.reason),
-                            printable(r.repro));
+    failures += fmt::format("{} {}: {}\n", verdict_name(r.verdict), printable(r.id), printable(r.reason));
+    // Each failing output's worst element, in the units of its dtype (ulps beside the values).
+    for (const auto& o : r.outputs) {
+      if (o.compare.passed || o.compare.worst.empty()) continue;
+      const ComparePoint& p = o.compare.worst.front();
+      failures += printable(fmt::format("    {} {} {}: {}", o.compare.name, nlohmann::json(p.index).dump(), p.where,
+                                        point_text(o.plan.device_dtype, p))) + "\n";
+    }
+    failures += fmt::format("    repro: {}\n", printable(r.repro));
   }
   const std::string backend = printable(recorded_backend(run_info));
   std::string s = fmt::format("opgate: {} of {} cases failed{}\n", n_failures, results.size(),
@@ -39,7 +49,7 @@ std::string summary_text(const nlohmann::json& run_info, const std::vector<CaseR
   return s + counts_line(counts) + "\n";
 }
 
-Status finish_report(ReportWriter& writer) {
+Status finish_report(ReportWriter& writer, const std::string& history) {
   OPGATE_ASSIGN_OR_RETURN(auto results, read_results(writer.dir() + "/results.jsonl"));
   VerdictCounts counts{};
   for (const auto& r : results) ++counts[static_cast<size_t>(r.verdict)];
@@ -54,7 +64,13 @@ Status finish_report(ReportWriter& writer) {
   }
   OPGATE_TRY(writer.write_file("summary.txt", summary_text(info, results, counts)));
   OPGATE_TRY(writer.write_file("junit.xml", render_junit(info, results, utc_timestamp(), host_name())));
-  return writer.write_file("report.html", render_html_report(info, results, counts));
+  std::optional<std::vector<BudgetTrend>> trends;
+  if (!history.empty()) {
+    OPGATE_ASSIGN_OR_RETURN(std::vector<BudgetTrend> t, history_trends(history, results));
+    trends = std::move(t);
+  }
+  return writer.write_file("report.html",
+                           render_html_report(info, results, counts, nullptr, "", trends ? &*trends : nullptr));
 }
 
 Status rewrite_report_html(const std::string& report_dir, const std::vector<CaseResult>& current,

@@ -21,8 +21,9 @@ std::string summary_text(const nlohmann::json& run_info, const std::vector<CaseR
                          const VerdictCounts& counts);
 
 // Writes summary.txt, junit.xml and report.html from every result in the folder's results.jsonl
-// (atomically) and sets the writer's counts.
-Status finish_report(ReportWriter& writer);
+// (atomically) and sets the writer's counts. With `history` (the file the run records into),
+// report.html carries the trends of the failing outputs in this one pass.
+Status finish_report(ReportWriter& writer, const std::string& history = "");
 
 // Writes report.html of `report_dir` again from its run.json and `current`, with the sections a
 // run adds after its cases: the baseline comparison and the history trends (either may be null).

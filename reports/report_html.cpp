@@ -14,6 +14,8 @@
 #include "core/markup.h"
 #include "reports/report_banner.h"
 #include "reports/report_standards.h"
+#include "reports/report_trends.h"
+#include "reports/units.h"
 #include "core/result_json.h"
 
 namespace opgate {
@@ -59,7 +61,7 @@ std::string ulp_svg(const std::array<int64_t, 8>& hist) {
   double max_log = 0;
   for (int64_t h : hist) max_log = std::max(max_log, std::log10(1.0 + static_cast<double>(h)));
   if (max_log == 0) return "";
-  std::string svg = "<svg width=\"248\" height=\"64\" role=\"img\">";
+  std::string svg = "<svg width=\"248\" height=\"74\" role=\"img\">";
   for (size_t i = 0; i < 8; ++i) {
     const double n = static_cast<double>(hist[i]);
     const double h = 44 * std::log10(1.0 + n) / max_log;
@@ -68,7 +70,9 @@ std::string ulp_svg(const std::array<int64_t, 8>& hist) {
         "<text x=\"{}\" y=\"60\" font-size=\"8\" text-anchor=\"middle\">{}</text>",
         i * 31, 48 - h, h, i < 3 ? "#607d8b" : "#e57373", esc(kLabels[i]), n, i * 31 + 13, esc(kLabels[i]));
   }
-  return svg + "</svg>";
+  // The legend: what the axes are.
+  return svg + "<text x=\"0\" y=\"72\" font-size=\"8\" fill=\"#555\">elements per ulp distance (bar height: log "
+               "count)</text></svg>";
 }
 
 // Three significant digits; a non-finite value as results.jsonl writes it.
@@ -79,6 +83,12 @@ std::string sort_key(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
   return fmt::format("{}", v);
+}
+
+// budget_used bounded and readable (reports/units.h), the raw value in the tooltip.
+std::string budget_cell(double b, const std::string& extra = "") {
+  return fmt::format("<td class=\"budget\" data-key=\"{}\" title=\"budget_used {}\">{}{}</td>", sort_key(b),
+                     esc(number_text(b)), esc(budget_text(b)), extra);
 }
 
 std::string count(int64_t n) { return fmt::format("{}", static_cast<double>(n)); }
@@ -185,8 +195,7 @@ std::string operator_summary(const std::vector<CaseResult>& results) {
                           row.counts[i]);
     }
     html += row.budget < 0 ? std::string("<td class=\"budget\">&mdash;</td>")
-                           : fmt::format("<td class=\"budget\">{} <small>{}</small></td>", metric(row.budget),
-                                         esc(row.budget_case));
+                           : budget_cell(row.budget, fmt::format(" <small>{}</small>", esc(row.budget_case)));
     html += "</tr>";
   }
   return html + "</table>";
@@ -231,23 +240,27 @@ std::string standards_section(const std::vector<CaseResult>& results) {
 constexpr size_t kWorstShown = 5;
 
 // The worst elements of one failed output, in domain terms (ComparePoint::where, filled by the
-// operator's layer), as the terminal's describe_result prints them.
-std::string worst_table(const CompareResult& c) {
-  std::string html = fmt::format("<p><b>{}</b> ({}): {}</p>", esc(c.name), esc(c.standard), esc(c.message));
+// operator's layer), as the terminal's describe_result prints them: values in the digits of the
+// output's dtype `t`, their distance in its ulps, the fp64 reference last.
+std::string worst_table(const CompareResult& c, DType t) {
+  std::string html = fmt::format("<p><b>{}</b> ({}, {}): {}</p>", esc(c.name), esc(c.standard), dtype_name(t),
+                                 esc(c.message));
   if (c.worst.empty()) return html;
-  html += "<table class=\"worst\"><tr><th>index</th><th>where</th><th>expected</th><th>as dtype</th><th>got</th>"
-          "<th>abs err</th><th>allowed</th></tr>";
+  html += fmt::format("<table class=\"worst\"><tr><th>index</th><th>where</th><th>expected ({})</th><th>got</th>"
+                      "<th>{}</th><th>abs err</th><th>allowed</th><th>reference (fp64)</th></tr>",
+                      dtype_name(t), is_floating(t) ? "ulp" : "difference");
   for (size_t i = 0; i < c.worst.size() && i < kWorstShown; ++i) {
     const ComparePoint& p = c.worst[i];
-    std::string got = esc(number_text(p.got));
-    if (p.interval) got += fmt::format(" <small>(accepted [{}, {}])</small>", esc(number_text(p.accepted_lo)),
-                                       esc(number_text(p.accepted_hi)));
+    std::string got = esc(value_text(t, p.got));
+    if (p.interval) got += fmt::format(" <small>(accepted [{}, {}])</small>", esc(value_text(t, p.accepted_lo)),
+                                       esc(value_text(t, p.accepted_hi)));
     if (p.poison) got += " <b>[poison]</b>";
-    html += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                        "<td>{}</td></tr>",
-                        esc(nlohmann::json(p.index).dump()), esc(p.where), esc(number_text(p.expected)),
-                        esc(number_text(p.expected_rounded)), got, esc(number_text(p.abs_err)),
-                        esc(number_text(p.allowed)));
+    const double ulps = ulp_distance(t, p.expected_rounded, p.got);
+    html += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>"
+                        "<td>{}</td><td>{}</td><td>{}</td></tr>",
+                        esc(nlohmann::json(p.index).dump()), esc(p.where), esc(value_text(t, p.expected_rounded)), got,
+                        std::isnan(ulps) ? "n/a" : esc(fmt::format("{:.0f}", ulps)), esc(short_text(p.abs_err)),
+                        esc(short_text(p.allowed)), esc(reference_text(t, p.expected)));
   }
   html += "</table>";
   if (c.worst.size() > kWorstShown) {
@@ -256,33 +269,42 @@ std::string worst_table(const CompareResult& c) {
   return html;
 }
 
+// The error strip's colour scale, under every strip.
+constexpr const char* kAxisLegend =
+    "<p class=\"legend\"><small>share of the allowance used: <span class=\"sw\" style=\"background:#cfd8dc\"></span>"
+    " &le; 0.1 <span class=\"sw\" style=\"background:#f9a825\"></span> &le; 1 <span class=\"sw\" "
+    "style=\"background:#c62828\"></span> beyond the allowance, or a mismatch where none is allowed</small></p>";
+
 // The first kFailuresOpen failures are unfolded; the rest show their headline until clicked, so the
 // case table stays within reach on a run where everything fails.
 constexpr size_t kFailuresOpen = 10;
 
-// The error picture of a failing output: one cell per slice of its first dimension, coloured by
-// the largest share of the allowance used there (grey: within a tenth; amber: within the
-// allowance; red: beyond it), so a defect confined to some experts, heads or token rows shows as
-// a pattern. The cells' titles give the index range and the share.
-std::string axis_strip(const CompareMetrics& m, const std::string& output) {
+// The error picture of a failing output: one cell per slice of its first dimension, named in the
+// operator's terms (CompareResult::axis_name, "dim 0" when it has none), coloured by the largest
+// share of the allowance used there (grey: within a tenth; amber: within the allowance; red:
+// beyond it), so a defect confined to some experts, batches or token rows shows as a pattern. The
+// cells' titles give the index range and the share; the legend under the strip the colours.
+std::string axis_strip(const CompareResult& c) {
+  const CompareMetrics& m = c.metrics;
   if (m.axis_budget.empty() || m.axis_rows <= 0) return "";
   const size_t n = m.axis_budget.size();
+  const std::string axis = c.axis_name.empty() ? std::string("dim 0") : c.axis_name;
   const int64_t width = static_cast<int64_t>(std::max<size_t>(4, 512 / n));
   std::string svg = fmt::format(
-      "<p class=\"axis-label\"><small>{}: error along dim 0 ({} indices in {} cells; share of the allowance)"
+      "<p class=\"axis-label\"><small>{}: error along {} (dim 0: {} indices in {} cells; share of the allowance)"
       "</small></p><svg class=\"axis\" width=\"{}\" height=\"18\" role=\"img\" data-output=\"{}\">",
-      esc(output), m.axis_rows, n, width * static_cast<int64_t>(n), esc(output));
+      esc(c.name), esc(axis), m.axis_rows, n, width * static_cast<int64_t>(n), esc(c.name));
   for (size_t k = 0; k < n; ++k) {
     const int64_t lo = static_cast<int64_t>(k) * m.axis_rows / static_cast<int64_t>(n);
     const int64_t hi = (static_cast<int64_t>(k) + 1) * m.axis_rows / static_cast<int64_t>(n) - 1;
     const double v = m.axis_budget[k];
     const char* fill = v > 1 ? "#c62828" : (v > 0.1 ? "#f9a825" : "#cfd8dc");
     const std::string share = v >= CompareMetrics::kAxisFailing ? std::string("mismatch") : metric(v);
-    svg += fmt::format("<rect x=\"{}\" y=\"0\" width=\"{}\" height=\"18\" fill=\"{}\"><title>{}{}: {}</title></rect>",
-                       static_cast<int64_t>(k) * width, width - 1, fill, lo,
+    svg += fmt::format("<rect x=\"{}\" y=\"0\" width=\"{}\" height=\"18\" fill=\"{}\"><title>{} {}{}: {}</title></rect>",
+                       static_cast<int64_t>(k) * width, width - 1, fill, esc(axis), lo,
                        hi > lo ? fmt::format("-{}", hi) : std::string(), share);
   }
-  return svg + "</svg>";
+  return svg + "</svg>" + kAxisLegend;
 }
 
 std::string failure_block(const CaseResult& r, bool open) {
@@ -295,7 +317,7 @@ std::string failure_block(const CaseResult& r, bool open) {
                       esc(r.repro), failed_href(r.id), esc(r.id));
   for (const auto& w : r.warnings) html += fmt::format("<p class=\"warning\">warning: {}</p>", esc(w));
   for (const auto& o : r.outputs) {
-    if (!o.compare.passed) html += axis_strip(o.compare.metrics, o.compare.name) + worst_table(o.compare);
+    if (!o.compare.passed) html += axis_strip(o.compare) + worst_table(o.compare, o.plan.device_dtype);
   }
   return html + "</details>";
 }
@@ -374,7 +396,7 @@ std::string case_row(const CaseResult& r) {
   html += fmt::format("<td><code>{}</code></td><td>{}</td><td>{}</td>", esc(r.id), esc(r.op), esc(r.tier));
   html += fmt::format("<td data-key=\"{}\">{}</td>", verdict_name(r.verdict), badge(r.verdict));
   html += r.outputs.empty() ? std::string("<td data-key=\"-1\">&mdash;</td>")
-                            : fmt::format("<td data-key=\"{}\">{}</td>", sort_key(budget), metric(budget));
+                            : budget_cell(budget);
   html += fmt::format("<td>{}", esc(r.reason));
   if (is_failure(r.verdict)) html += fmt::format("<br>repro: <code>{}</code>", esc(r.repro));
   html += fmt::format("</td><td>{}</td><td data-key=\"{}\">{:.1f}</td></tr>", outputs_cell(r), sort_key(r.total_ms),
@@ -423,7 +445,10 @@ constexpr const char* kStyle =
     "#cases thead th{cursor:pointer;background:#f5f5f5}#cases thead th[aria-sort]{background:#e3f2fd}"
     ".filters{position:sticky;top:0;background:#fff;padding:4px 0}"
     "td.std.ok{background:#e8f5e9}td.std.bad{background:#ffebee;font-weight:bold}td.std.na{color:#777}"
-    ".note{color:#555;font-size:13px}"
+    ".note{color:#555;font-size:13px}.legend{margin:2px 0 6px;color:#555}"
+    // Long ids, paths and repro lines may break anywhere: the tables fit a 1400 px screen.
+    "#cases td,.worst td,code.repro{overflow-wrap:anywhere}"
+    ".sw{display:inline-block;width:10px;height:10px;vertical-align:middle;border:1px solid #999}"
     ".banner{padding:8px 14px;margin:0 0 8px;border-radius:4px;color:#fff}.banner h1{margin:0 0 4px;font-size:24px}"
     ".banner.fail{background:#c62828}.banner.pass{background:#2e7d32}.banner .facts{margin:2px 0;font-size:14px}";
 
@@ -486,44 +511,6 @@ constexpr const char* kScript = R"JS(
   fromHash();
 })();
 )JS";
-
-// budget_used of one output across the last runs: a line on a log scale (log10(1 + budget), so
-// 0.5 and 4068 fit one chart), a dot per run, red where the output failed; titles give the values.
-std::string trend_svg(const BudgetTrend& t) {
-  constexpr double kW = 240, kH = 40;
-  const size_t n = t.budget.size();
-  double top = std::log10(2.0);  // at least the allowance (budget 1) fits
-  for (double b : t.budget) {
-    if (std::isfinite(b)) top = std::max(top, std::log10(1 + b));
-  }
-  auto x = [&](size_t i) { return n <= 1 ? kW / 2 : 6 + (kW - 12) * static_cast<double>(i) / static_cast<double>(n - 1); };
-  auto y = [&](double b) { return kH - 4 - (kH - 8) * std::log10(1 + b) / top; };
-  std::string line, dots;
-  for (size_t i = 0; i < n; ++i) {
-    const double b = t.budget[i];
-    if (!std::isfinite(b)) continue;
-    line += fmt::format("{}{:.1f},{:.1f}", line.empty() ? "" : " ", x(i), y(b));
-    dots += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}: {}{}</title></circle>", x(i),
-                        y(b), t.failed[i] ? "#c62828" : "#2e7d32", esc(t.runs[i]), metric(b),
-                        t.failed[i] ? " (failed)" : "");
-  }
-  return fmt::format("<svg class=\"trend\" width=\"{}\" height=\"{}\" role=\"img\"><line x1=\"0\" x2=\"{}\" y1=\"{:.1f}\" "
-                     "y2=\"{:.1f}\" stroke=\"#999\" stroke-dasharray=\"3\"/><polyline points=\"{}\" fill=\"none\" "
-                     "stroke=\"#607d8b\"/>{}</svg>",
-                     kW, kH, kW, y(1), y(1), line, dots);
-}
-
-// The trend of each failing case's outputs over the history's last runs (dashed: the allowance).
-std::string trends_section(const std::vector<BudgetTrend>& trends) {
-  std::string html = "<h2 id=\"trends\">Trends of failing cases (budget used over the last runs)</h2>";
-  if (trends.empty()) return html + "<p>No case failed in this run.</p>";
-  html += "<table><tr><th>case</th><th>output</th><th>runs</th><th>budget used (dashed: the allowance)</th></tr>";
-  for (const BudgetTrend& t : trends) {
-    html += fmt::format("<tr class=\"trend\" data-id=\"{}\"><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                        esc(t.case_id), esc(t.case_id), esc(t.output), t.budget.size(), trend_svg(t));
-  }
-  return html + "</table>";
-}
 
 }  // namespace
 

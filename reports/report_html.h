@@ -25,6 +25,8 @@ struct BudgetTrend {
   std::vector<std::string> runs;  // labels, e.g. "run 7 (rev abc)"
   std::vector<double> budget;
   std::vector<bool> failed;
+  std::vector<std::string> dates;  // each run's start (ISO UTC) and kernel rev, for the axis; may be empty
+  std::vector<std::string> revs;
 };
 
 std::string render_html_report(const nlohmann::json& run_info, const std::vector<CaseResult>& results,

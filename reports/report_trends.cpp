@@ -21,10 +21,13 @@ Expected<std::vector<BudgetTrend>> history_trends(const std::string& history_pat
     for (const OutputResult& o : r.outputs) {
       if (o.compare.passed || out.size() >= kMaxTrends) continue;
       OPGATE_ASSIGN_OR_RETURN(history::Trend t, history::budget_trend(db, r.id, o.compare.name, last));
-      BudgetTrend bt{r.id, o.compare.name, {}, {}, {}};
+      BudgetTrend bt{r.id, o.compare.name, {}, {}, {}, {}, {}};
       for (const history::TrendPoint& p : t.points) {
         const std::string& rev = p.result.run.kernel_rev;
-        bt.runs.push_back(fmt::format("run {}{}", p.result.run.run_id, rev.empty() ? "" : " (" + rev + ")"));
+        bt.runs.push_back(fmt::format("run {} {}{}", p.result.run.run_id, p.result.run.started_at,
+                                      rev.empty() ? "" : " (" + rev + ")"));
+        bt.dates.push_back(p.result.run.started_at);
+        bt.revs.push_back(rev);
         const auto b = p.budget_used.find(o.compare.name);
         bt.budget.push_back(b == p.budget_used.end() ? std::numeric_limits<double>::quiet_NaN() : b->second);
         const auto passed = p.passed.find(o.compare.name);

@@ -15,13 +15,12 @@ std::string text_of(const nlohmann::json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
 
-// A probe value, or an honest n/a naming the backend that has none.
+// A probe value, or n/a: every place that prints it names the backend already (the banner beside
+// it, summary.txt's first line), so n/a does not repeat it.
 std::string probe_text(const nlohmann::json& info, const char* key) {
   const nlohmann::json probe = info.is_object() && info.contains("backend") ? info["backend"] : nlohmann::json();
   const std::string v = text_of(probe, key);
-  if (!v.empty()) return v;
-  const std::string backend = recorded_backend(info);
-  return backend.empty() ? "n/a" : "n/a (backend " + backend + ")";
+  return v.empty() ? "n/a" : v;
 }
 
 std::string joined(const nlohmann::json& list, const char* none) {

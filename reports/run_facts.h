@@ -25,7 +25,8 @@ void add_end_facts(nlohmann::json& info, std::time_t now);
 // kernel rev) once, in order.
 void add_merged_facts(nlohmann::json& merged, const std::vector<nlohmann::json>& shards);
 
-// The CANN version and SoC as people read them: the backend probe's, or "n/a (backend emu)".
+// The CANN version and SoC as people read them: the backend probe's, or "n/a" (the backend that has
+// none is named beside it).
 std::string cann_text(const nlohmann::json& info);
 std::string soc_text(const nlohmann::json& info);
 // "tier ci · ops all · filter none" (files and generated cases too).

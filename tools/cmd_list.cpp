@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cases/param_docs.h"
 #include "cases/registry.h"
 #include "harness/backends.h"
 #include "tools/cli_common.h"
@@ -47,6 +48,17 @@ nlohmann::json case_json(const Case& c, const Problem& problem) {
   return j;
 }
 
+// `list --params-of <op> [--markdown]`: the operator's table of accepted case params.
+int print_param_docs(const std::string& op, bool markdown) {
+  if (op.empty()) return fail(parse_error("--markdown goes with --params-of <op>"));
+  const std::vector<ParamDoc>* docs = param_docs_of(op);
+  if (docs == nullptr) {
+    return fail(parse_error(fmt::format("--params-of: unknown operator '{}' (known: {})", op, known_ops_text())));
+  }
+  fmt::print("{}", param_docs_text(*docs, markdown));
+  return 0;
+}
+
 }  // namespace
 
 void add_list(CLI::App& app, int& exit_code) {
@@ -54,7 +66,8 @@ void add_list(CLI::App& app, int& exit_code) {
   struct Opts {
     Selection sel;
     std::string root;
-    bool ops = false, defects = false, params = false, json = false;
+    bool ops = false, defects = false, params = false, json = false, markdown = false;
+    std::string params_of;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--op", o->sel.ops, "Operator stem, aclnn name or short name");
@@ -66,10 +79,17 @@ void add_list(CLI::App& app, int& exit_code) {
   cmd->add_flag("--ops", o->ops, "List the operators");
   cmd->add_flag("--defects", o->defects, "List the fault backend's defects");
   cmd->add_flag("--params", o->params, "Print each case's effective params");
+  cmd->add_option("--params-of", o->params_of,
+                  "Print the case params an operator accepts: key, type, default, meaning (its code's table)");
+  cmd->add_flag("--markdown", o->markdown, "With --params-of: as the Markdown table of the operator's README");
   cmd->add_flag("--json", o->json,
                 "One JSON object: {\"ops\": [...]} with --ops, {\"defects\": [...]} with --defects, else the "
                 "ops, the defects and the selected cases with every field");
   cmd->callback([o, &exit_code] {
+    if (!o->params_of.empty() || o->markdown) {
+      exit_code = print_param_docs(o->params_of, o->markdown);
+      return;
+    }
     if (o->json && (o->ops || o->defects)) {
       nlohmann::json j = nlohmann::json::object();
       if (o->ops) j["ops"] = ops_json();

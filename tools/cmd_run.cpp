@@ -383,7 +383,7 @@ Status run_all_parallel(const std::vector<PreparedCase>& cases, const std::vecto
   }
   progress.reset();
   OPGATE_TRY(status);
-  return finish_report(writer);
+  return finish_report(writer, f.history_run ? f.history : "");
 }
 
 Status run_all(const std::vector<PreparedCase>& cases, const std::vector<Backend*>& backends, const RunOptions& opt,
@@ -409,7 +409,7 @@ Status run_all(const std::vector<PreparedCase>& cases, const std::vector<Backend
     OPGATE_TRY(take_result(r, n, cases.size(), f, writer, *progress, failures));
   }
   progress.reset();
-  return finish_report(writer);
+  return finish_report(writer, f.history_run ? f.history : "");
 }
 
 // The exit code once the reports are written: the stop signal's, the gate's, or the baseline's.
@@ -431,17 +431,15 @@ int conclude(const RunFlags& f, const ReportWriter& writer, size_t cases, const 
     fmt::print(stderr, "opgate: continue with: {}\n", resume_command(f, writer.dir()));
     return 128 + sig;
   }
-  // With --history, report.html gains the trend of each failing output over the recorded runs.
+  // With --history, finish_report drew the trends into report.html; the baseline section, which
+  // needs the gate's comparison, rewrites the page with them.
+  if (f.baseline.path.empty()) return gate_exit_code(writer.counts(), f.strict);
   std::optional<std::vector<BudgetTrend>> trends;
   if (f.history_run) {
     auto t = history_trends(f.history, *current);
     if (!t) return fail(t.status());
     trends = std::move(*t);
-    if (f.baseline.path.empty()) {
-      if (Status st = rewrite_report_html(writer.dir(), *current, nullptr, "", &*trends); !st.is_ok()) return fail(st);
-    }
   }
-  if (f.baseline.path.empty()) return gate_exit_code(writer.counts(), f.strict);
   BaselineFlags bf = f.baseline;
   bf.options.strict = f.strict;
   auto code = gate_against_baseline(baseline, bf, writer.dir(), scope, trends ? &*trends : nullptr);

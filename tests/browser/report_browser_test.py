@@ -178,6 +178,10 @@ PROBE = """<script>window.addEventListener('load', function () {
                picture: failure && failure.querySelector('svg.axis')};
   for (var k in items) seen[k] = {inside: inside(items[k]), text: items[k] ? items[k].textContent : null};
   seen.window = [window.innerWidth, window.innerHeight];
+  // No horizontal scrollbar: the page (the worst-element and case tables above all) fits the width.
+  seen.scroll = [document.documentElement.scrollWidth, document.documentElement.clientWidth];
+  seen.worst_right = Math.max.apply(null, [0].concat(Array.prototype.map.call(
+      document.querySelectorAll('table.worst'), function (t) { return t.getBoundingClientRect().right; })));
   var pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(seen);
   document.body.appendChild(pre);
 });</script>"""
@@ -199,6 +203,9 @@ def check_first_screen(browser, report, results, rev, check):
     # --dump-dom's viewport may be shorter than the window (757 px seen): inside it is inside 900.
     check(seen["window"][0] == 1400 and 600 < seen["window"][1] <= 900,
           f"the probe saw a 1400 px wide window at most 900 high ({seen['window']})")
+    check(seen["scroll"][0] <= seen["scroll"][1], f"no horizontal scrollbar at 1400 px (page {seen['scroll'][0]} px "
+          f"wide in {seen['scroll'][1]})")
+    check(0 < seen["worst_right"] <= seen["window"][0], f"the worst-element tables fit the width ({seen['worst_right']})")
     for item in ("verdict", "when", "host", "rev", "failure", "picture"):
         check(seen[item]["inside"], f"the first screen shows the {item} ({seen[item]})")
     failed = sum(1 for r in results if r["verdict"] != "PASSED" and r["verdict"] != "SKIPPED")
@@ -281,6 +288,12 @@ def main():
     check(pictured >= 40, f"most failing outputs have an error picture to draw ({pictured})")
     check(len(strips) == pictured, f"an error picture per such output ({len(strips)} of {pictured})")
     check(all('fill="#c62828"' in s for s in strips), "each picture marks where the output is beyond its allowance")
+    # Each picture has its colour legend and an axis named in the operator's terms, not "dim 0".
+    labels = re.findall(r'<p class="axis-label"><small>[^<]*?: error along ([^(<]*) \(dim 0', dom)
+    legends = re.findall(r'<svg class="axis".*?</svg><p class="legend">', dom, re.S)
+    check(len(legends) == len(strips), f"a legend under every picture ({len(legends)} of {len(strips)})")
+    check(len(labels) == len(strips) and all(l in ("expandedX row", "expert", "token row r") for l in labels),
+          f"the pictures' axes are named in domain terms ({sorted(set(labels))})")
     for href in page.links:
         target = os.path.join(report, urllib.parse.unquote(href))
         check(not href.startswith("/") and os.path.isfile(target), f"the link {href} is relative and exists")

@@ -89,6 +89,7 @@ void expect_same_output(const OutputResult& a, const OutputResult& b) {
   EXPECT_EQ(a.compare.standard, b.compare.standard);
   EXPECT_EQ(a.compare.passed, b.compare.passed);
   EXPECT_EQ(a.compare.message, b.compare.message);
+  EXPECT_EQ(a.compare.axis_name, b.compare.axis_name);
   expect_same_metrics(a.compare.metrics, b.compare.metrics);
   ASSERT_EQ(a.compare.first_failures.size(), b.compare.first_failures.size());
   for (size_t i = 0; i < a.compare.first_failures.size(); ++i) {
@@ -140,6 +141,7 @@ OutputResult bound_output(double twist) {
   m.budget_used = 1.5;
   m.axis_rows = 3;
   m.axis_budget = {0.25, 1e6, 0.1 + 0.2};
+  c.axis_name = "expert";  // report.html's name for the strip's axis
   ComparePoint p;
   p.index = {1, 2, 3};
   p.expected = 1.5;

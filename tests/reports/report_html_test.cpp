@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "core/compare.h"
+#include "reports/report_trends.h"
 
 namespace opgate {
 namespace {
@@ -128,7 +129,8 @@ TEST(ReportHtml, the_operator_summary_counts_verdicts_and_names_the_worst_budget
   const std::string alpha = slice(html, "<tr class=\"op\" data-op=\"alpha\">", "</tr>");
   EXPECT_NE(alpha.find("<td class=\"n\">3</td><td class=\"n\" data-verdict=\"PASSED\">2</td>"
                        "<td class=\"n\" data-verdict=\"FAILED\">1</td><td class=\"n\" data-verdict=\"SKIPPED\">0</td>"
-                       "<td class=\"n\" data-verdict=\"CRASHED\">0</td><td class=\"budget\">3.5 <small>a2</small></td>"),
+                       "<td class=\"n\" data-verdict=\"CRASHED\">0</td><td class=\"budget\" data-key=\"3.5\" "
+                         "title=\"budget_used 3.5\">3.5x over <small>a2</small></td>"),
             std::string::npos)
       << alpha;
   const std::string beta = slice(html, "<tr class=\"op\" data-op=\"beta\">", "</tr>");
@@ -195,13 +197,16 @@ TEST(ReportHtml, a_failed_output_lists_its_five_worst_elements_in_domain_terms) 
   ok.name = "fine_output";
   ok.worst = c.worst;  // a passed output's worst elements are not failures
   CaseResult r = result_with(c);
+  r.outputs[0].plan.device_dtype = DType::kF16;
   r.outputs.push_back(OutputResult{OutputCheck{}, ok});
   const std::string html = render_html_report(nlohmann::json::object(), {r}, counts_of({r}));
   const std::string section = slice(html, "<section id=\"failures\">", "</section>");
-  EXPECT_NE(section.find("<b>y</b> (exact): 7 of 8 compared elements outside exact (allowed 0)"), std::string::npos)
+  EXPECT_NE(section.find("<b>y</b> (exact, float16): 7 of 8 compared elements outside exact (allowed 0)"),
+            std::string::npos)
       << section;
-  EXPECT_NE(section.find("<tr><td><code>[3,0]</code></td><td>row 3 (r 1, k 1), col 0</td><td>1.5</td><td>1.5</td>"
-                         "<td>2.5</td><td>1.0</td><td>0.125</td></tr>"),
+  // fp16 1.5 -> 2.5: 0.5 / 2^-10 = 512 values up to 2, then 0.5 / 2^-9 = 256 up to 2.5: 768 ulp.
+  EXPECT_NE(section.find("<tr><td><code>[3,0]</code></td><td>row 3 (r 1, k 1), col 0</td><td>1.5</td><td>2.5</td>"
+                         "<td class=\"n\">768</td><td>1</td><td>0.125</td><td>1.5</td></tr>"),
             std::string::npos)
       << section;
   EXPECT_NE(section.find("<td>3.5 <b>[poison]</b></td>"), std::string::npos) << section;
@@ -297,13 +302,22 @@ TEST(ReportHtml, a_failing_output_draws_its_error_along_dim_0) {
   r.op = "op";
   r.verdict = Verdict::kFailed;
   r.outputs.push_back(OutputResult{OutputCheck{}, c});
+  const std::string unnamed = render_html_report(nlohmann::json::object(), {r}, VerdictCounts{});
+  EXPECT_NE(unnamed.find("y: error along dim 0 (dim 0: 8 indices in 4 cells"), std::string::npos) << unnamed;
+  // The operator names the axis (Problem::describe of an empty index); the legend gives the colours.
+  r.outputs[0].compare.axis_name = "expert";
   const std::string html = render_html_report(nlohmann::json::object(), {r}, VerdictCounts{});
   EXPECT_NE(html.find("<svg class=\"axis\""), std::string::npos) << html;
-  EXPECT_NE(html.find("y: error along dim 0 (8 indices in 4 cells"), std::string::npos);
-  EXPECT_NE(html.find("fill=\"#cfd8dc\"><title>0-1: 0.05</title>"), std::string::npos);
-  EXPECT_NE(html.find("fill=\"#f9a825\"><title>2-3: 0.5</title>"), std::string::npos);
-  EXPECT_NE(html.find("fill=\"#c62828\"><title>4-5: 3</title>"), std::string::npos);
-  EXPECT_NE(html.find("fill=\"#c62828\"><title>6-7: mismatch</title>"), std::string::npos);
+  EXPECT_NE(html.find("y: error along expert (dim 0: 8 indices in 4 cells"), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#cfd8dc\"><title>expert 0-1: 0.05</title>"), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#f9a825\"><title>expert 2-3: 0.5</title>"), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#c62828\"><title>expert 4-5: 3</title>"), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#c62828\"><title>expert 6-7: mismatch</title>"), std::string::npos);
+  const size_t legend = html.find("</svg><p class=\"legend\"><small>share of the allowance used:");
+  EXPECT_NE(legend, std::string::npos) << html;
+  for (const char* colour : {"#cfd8dc", "#f9a825", "#c62828"}) {
+    EXPECT_NE(html.find(colour, legend), std::string::npos) << colour << " in the legend";
+  }
 }
 
 TEST(ReportHtml, a_history_trend_charts_budget_per_run_and_marks_failures) {
@@ -313,11 +327,16 @@ TEST(ReportHtml, a_history_trend_charts_budget_per_run_and_marks_failures) {
   r.id = "op.case.f16.001";
   r.op = "op";
   r.verdict = Verdict::kFailed;
-  const std::vector<BudgetTrend> trends = {{"op.case.f16.001", "y", {"run 1", "run 2 (abc)"}, {0.5, 3.0}, {false, true}}};
+  const std::vector<BudgetTrend> trends = {
+      {"op.case.f16.001", "y", {"run 1", "run 2 (abc)"}, {0.5, 3.0}, {false, true}, {}, {}}};
   const std::string html = render_html_report(nlohmann::json::object(), {r}, VerdictCounts{}, nullptr, "", &trends);
   EXPECT_NE(html.find("<h2 id=\"trends\">"), std::string::npos);
-  EXPECT_NE(html.find("<tr class=\"trend\" data-id=\"op.case.f16.001\"><td><code>op.case.f16.001</code></td><td>y</td><td>2</td>"),
+  EXPECT_NE(html.find("<tr class=\"trend\" data-id=\"op.case.f16.001\"><td><code>op.case.f16.001</code></td><td>y</td>"
+                      "<td>new failure</td>"),
             std::string::npos) << html;
+  // The first and last values, bounded (0.5 is within the allowance, 3 is 3.0x over it), a failed
+  // run marked as such.
+  EXPECT_NE(html.find(">0.50 &rarr; 3.0x over (failed)</span>"), std::string::npos) << html;
   EXPECT_NE(html.find("<circle cx=\"6.0\" cy=\"26.6\" r=\"3\" fill=\"#2e7d32\"><title>run 1: 0.5</title></circle>"),
             std::string::npos);
   EXPECT_NE(html.find("<circle cx=\"234.0\" cy=\"4.0\" r=\"3\" fill=\"#c62828\"><title>run 2 (abc): 3 (failed)</title></circle>"),
@@ -325,6 +344,43 @@ TEST(ReportHtml, a_history_trend_charts_budget_per_run_and_marks_failures) {
   EXPECT_NE(html.find("y1=\"20.0\""), std::string::npos);
   // Without a history the section is absent.
   EXPECT_EQ(render_html_report(nlohmann::json::object(), {r}, VerdictCounts{}).find("id=\"trends\""), std::string::npos);
+}
+
+TEST(ReportHtml, trends_that_say_something_come_first_and_identical_flat_ones_share_a_row) {
+  // a and b: the same flat trend (failed at 2 in both runs); c drifted from 1.5 to 3; the dates and
+  // revs label the axis ("12-05 abc1234" .. "12-06 def5678").
+  const std::vector<std::string> runs = {"run 1", "run 2"}, dates = {"2026-12-05T01:00:00Z", "2026-12-06T01:00:00Z"},
+                                 revs = {"abc1234", "def5678"};
+  const std::vector<BudgetTrend> trends = {{"a.case", "y", runs, {2, 2}, {true, true}, dates, revs},
+                                           {"b.case", "y", runs, {2, 2}, {true, true}, dates, revs},
+                                           {"c.case", "y", runs, {1.5, 3}, {true, true}, dates, revs}};
+  CaseResult r;
+  r.id = "c.case";
+  r.verdict = Verdict::kFailed;
+  const std::string html = render_html_report(nlohmann::json::object(), {r}, VerdictCounts{}, nullptr, "", &trends);
+  const size_t c = html.find("<tr class=\"trend\" data-id=\"c.case\">");
+  const size_t flat = html.find("<tr class=\"trend flat\" data-id=\"a.case\">");
+  ASSERT_NE(c, std::string::npos) << html;
+  ASSERT_NE(flat, std::string::npos) << html;
+  EXPECT_LT(c, flat);
+  EXPECT_EQ(html.find("data-id=\"b.case\""), std::string::npos) << "b shares a's row";
+  EXPECT_NE(html.find("<code>a.case</code> y<br><code>b.case</code> y</td><td>flat, 2 output(s)</td>", flat),
+            std::string::npos) << html;
+  EXPECT_NE(html.find("<td>drift</td>", c), std::string::npos);
+  size_t svgs = 0;
+  for (size_t at = html.find("<svg class=\"trend\""); at != std::string::npos; at = html.find("<svg class=\"trend\"", at + 1)) ++svgs;
+  EXPECT_EQ(svgs, 2u) << "one picture for c, one for the shared flat shape";
+  EXPECT_NE(html.find(">12-05 abc1234</text>"), std::string::npos) << html;
+  EXPECT_NE(html.find("text-anchor=\"end\">12-06 def5678</text>"), std::string::npos) << html;
+  EXPECT_NE(html.find(">allowance</text>"), std::string::npos);
+}
+
+TEST(ReportHtml, a_trend_says_new_failure_flaky_drift_or_nothing) {
+  EXPECT_EQ(trend_story({"c", "y", {}, {0.5, 3}, {false, true}, {}, {}}), "new failure");
+  EXPECT_EQ(trend_story({"c", "y", {}, {3, 0.5, 3, 3}, {true, false, true, true}, {}, {}}), "flaky (2 flips)");
+  EXPECT_EQ(trend_story({"c", "y", {}, {1.5, 3}, {true, true}, {}, {}}), "drift");
+  // 2 -> 2.1 moves by 0.1, under a tenth of 2.1: flat.
+  EXPECT_EQ(trend_story({"c", "y", {}, {2, 2.1}, {true, true}, {}, {}}), "");
 }
 
 }  // namespace

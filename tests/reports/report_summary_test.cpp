@@ -64,7 +64,7 @@ TEST_F(Summary, opens_with_a_sentence_and_keeps_json_out_of_the_first_lines) {
   EXPECT_EQ(lines[0], "opgate: 2 of 3 cases failed on fault:x.y");
   // Then when, where and what (reports/run_facts.h), a blank line, and the failures.
   EXPECT_EQ(lines[1].rfind("started ", 0), 0u) << lines[1];
-  EXPECT_EQ(lines[2].rfind("kernel rev not given · CANN n/a (backend fault:x.y)", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[2].rfind("kernel rev not given · CANN n/a · SoC n/a ·", 0), 0u) << lines[2];
   EXPECT_EQ(lines[3].rfind("selection: ", 0), 0u) << lines[3];
   EXPECT_EQ(lines[5], "failed cases (2):");
   for (size_t i = 0; i < 6; ++i) EXPECT_EQ(lines[i].find('{'), std::string::npos) << lines[i];

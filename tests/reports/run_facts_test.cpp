@@ -1,6 +1,8 @@
 // The run facts: times by hand arithmetic (a day is 86400 s), merges by their definition.
 #include "reports/run_facts.h"
 
+#include "reports/report_banner.h"
+
 #include <gtest/gtest.h>
 
 namespace opgate {
@@ -45,11 +47,19 @@ TEST(RunFacts, a_merge_spans_its_shards_and_lists_every_host_once) {
 
 TEST(RunFacts, cann_and_soc_are_the_probes_or_an_honest_na) {
   const nlohmann::json emu{{"backend", {{"backend", "emu"}}}};
-  EXPECT_EQ(cann_text(emu), "n/a (backend emu)");
-  EXPECT_EQ(soc_text(emu), "n/a (backend emu)");
+  EXPECT_EQ(cann_text(emu), "n/a");
+  EXPECT_EQ(soc_text(emu), "n/a");
   const nlohmann::json npu{{"backend", {{"backend", "ascend"}, {"soc", "Ascend910B3"}, {"cann_version", "8.0.RC3"}}}};
   EXPECT_EQ(cann_text(npu), "8.0.RC3");
   EXPECT_EQ(soc_text(npu), "Ascend910B3");
+}
+
+TEST(RunFacts, the_banner_names_the_backend_once_beside_cann_and_soc_na) {
+  const nlohmann::json info{{"backend", {{"backend", "fault:mfrg.k_major_index"}}}};
+  const std::string banner = report_banner(info, VerdictCounts{});
+  EXPECT_NE(banner.find("fault:mfrg.k_major_index · CANN n/a · SoC n/a"), std::string::npos) << banner;
+  const size_t first = banner.find("fault:mfrg.k_major_index");
+  EXPECT_EQ(banner.find("fault:mfrg.k_major_index", first + 1), std::string::npos) << banner;
 }
 
 TEST(RunFacts, the_summary_lines_say_when_where_and_what_without_json) {
@@ -59,7 +69,7 @@ TEST(RunFacts, the_summary_lines_say_when_where_and_what_without_json) {
                             {"selection", {{"tiers", {"ci"}}, {"ops", {"moe_ffn"}}, {"filter", "k=8"}}}};
   const std::string s = facts_lines(info);
   EXPECT_EQ(s, "started 2026-12-07T09:00:00Z, finished 2026-12-07T09:00:42Z (42 s) on node7\n"
-               "kernel rev deadbeef · CANN n/a (backend emu) · SoC n/a (backend emu) · harness 0.1.0+gabc\n"
+               "kernel rev deadbeef · CANN n/a · SoC n/a · harness 0.1.0+gabc\n"
                "selection: tier ci · ops moe_ffn · filter k=8\n");
   EXPECT_EQ(run_date(info), "2026-12-07");
   EXPECT_EQ(facts_lines(nlohmann::json::object()).find('{'), std::string::npos);
