@@ -656,6 +656,13 @@ void compare_element(const Pass& p, int64_t i, double e, double g, Part& part) {
   }
 }
 
+// What an exact check expects of the device: the value rounded to its dtype. Rows are told apart by
+// it, not by the raw reference: rows whose values differ only below the dtype's precision (e.g.
+// products that all flush to 0) are the same rows on the device, and swapping them changes nothing.
+double device_value(const OutputCheck& check, bool integer_expected, double e) {
+  return integer_expected ? e : fast_round(check.device_dtype, e, check.rounding);
+}
+
 // A vacuity candidate's rank: |e| for an expected value in the dtype's range (the largest first,
 // so the perturbation lands on a non-trivial element), then a finite one beyond the range (its
 // tolerance may span the whole dtype), then NaN and Inf (perturbed into a number).
@@ -676,7 +683,8 @@ OPGATE_HOT void note_vacuity(const Pass& p, int64_t i, double e, Part& part) {
     if (static_cast<int64_t>(part.largest.size()) >= 2 * p.keep_largest) trim_candidates(part.largest, p.keep_largest);
   }
   if (p.row0 >= 0 && part.row_differs < 0 && i >= (p.row0 + 1) * p.width &&
-      !same_value(e, p.expected_at(p.row0 * p.width + i % p.width))) {
+      !same_value(device_value(p.check, p.integer_expected, e),
+                  device_value(p.check, p.integer_expected, p.expected_at(p.row0 * p.width + i % p.width)))) {
     part.row_differs = i / p.width;
   }
 }
@@ -1043,7 +1051,9 @@ std::optional<std::string> row_swap_check(const OutputCheck& check, const Tensor
       std::optional<int64_t> r1;
       for (size_t k = 1; k < full_rows.size() && !r1; ++k) {
         for (int64_t j = 0; j < width; ++j) {
-          if (!same_value(expected.get(r0 * width + j), expected.get(full_rows[k] * width + j))) {
+          const bool integer = is_integer(expected.dtype());
+          if (!same_value(device_value(check, integer, expected.get(r0 * width + j)),
+                          device_value(check, integer, expected.get(full_rows[k] * width + j)))) {
             r1 = full_rows[k];
             break;
           }

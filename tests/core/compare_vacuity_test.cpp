@@ -25,26 +25,33 @@ OutputCheck exact_f16() {
 // Rounded to f16 (spacing 2^-10 at 1, 2^-8 at 5), 1 + 2^-30 is 1 and 5 + 2^-30 is 5.
 constexpr double kTiny = 0x1p-30;
 
-TEST(VacuityRows, rows_equal_at_device_precision_cannot_see_a_swap) {
-  // Rows differ in column 0 only: the reference tells them apart, the f16 output cannot.
+TEST(VacuityRows, rows_equal_at_device_precision_are_the_same_rows) {
+  // Rows differ in column 0 below f16's precision only: the device returns the same rows, so a
+  // swap changes no value it can return and hides no defect (issue 22: subnormal fills made such
+  // rows, e.g. products that all round to 0, and the case MISTRUSTED). Rows that differ on the
+  // device are still swapped (rows_that_differ_at_device_precision_are_trusted, and the swap of
+  // rows 0 and 1 below fails).
   const Tensor e = f64({2, 1}, {1, 1 + kTiny});
   const Tensor g = of(DType::kF16, {2, 1}, {1, 1});
-  const auto why = vacuity_check(exact_f16(), e, g, Tensor(), Tensor());
-  ASSERT_TRUE(why.has_value());
-  EXPECT_NE(why->find("swapping rows 0 and 1 still passes"), std::string::npos) << *why;
-  // The same with the original result (the sparse judgement).
+  EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), Tensor()).has_value());
   const CompareResult original = compare_output(exact_f16(), e, g, Tensor(), Tensor());
   ASSERT_TRUE(original.passed);
-  EXPECT_TRUE(vacuity_check(exact_f16(), e, g, Tensor(), Tensor(), &original).has_value());
+  EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), Tensor(), &original).has_value());
+  // A third row that differs on the device is the partner: swapping it with row 0 must fail.
+  const Tensor e3 = f64({3, 1}, {1, 1 + kTiny, 2});
+  const Tensor g3 = of(DType::kF16, {3, 1}, {1, 1, 2});
+  EXPECT_FALSE(vacuity_check(exact_f16(), e3, g3, Tensor(), Tensor()).has_value());
 }
 
 TEST(VacuityRows, a_difference_in_a_later_column_is_found) {
   // Rows equal in column 0, different (in the reference only) in column 1.
   const Tensor e = f64({2, 2}, {1, 5, 1, 5 + kTiny});
   const Tensor g = of(DType::kF16, {2, 2}, {1, 5, 1, 5});
-  const auto why = vacuity_check(exact_f16(), e, g, Tensor(), Tensor());
-  ASSERT_TRUE(why.has_value());
-  EXPECT_NE(why->find("swapping rows 0 and 1"), std::string::npos) << *why;
+  // Equal at f16 (the device's rows): no swap can change the output (issue 22).
+  EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), Tensor()).has_value());
+  // Different at f16 in column 1: the swap of rows 0 and 1 is seen.
+  EXPECT_FALSE(vacuity_check(exact_f16(), f64({2, 2}, {1, 5, 1, 6}), of(DType::kF16, {2, 2}, {1, 5, 1, 6}), Tensor(),
+                             Tensor()).has_value());
 }
 
 TEST(VacuityRows, the_third_row_is_the_partner_when_the_second_is_identical) {
@@ -52,9 +59,8 @@ TEST(VacuityRows, the_third_row_is_the_partner_when_the_second_is_identical) {
   // in the reference only: the swap is rows 0 and 2.
   const Tensor e = f64({3, 1}, {1, 1, 1 + kTiny});
   const Tensor g = of(DType::kF16, {3, 1}, {1, 1, 1});
-  const auto why = vacuity_check(exact_f16(), e, g, Tensor(), Tensor());
-  ASSERT_TRUE(why.has_value());
-  EXPECT_NE(why->find("swapping rows 0 and 2"), std::string::npos) << *why;
+  // Row 2 equals rows 0 and 1 at f16: every row is the same on the device (issue 22).
+  EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), Tensor()).has_value());
 }
 
 TEST(VacuityRows, only_fully_cared_rows_are_swapped) {
@@ -63,9 +69,8 @@ TEST(VacuityRows, only_fully_cared_rows_are_swapped) {
   const Tensor e = f64({3, 2}, {7, 8, 1, 5, 1, 5 + kTiny});
   const Tensor g = of(DType::kF16, {3, 2}, {7, 8, 1, 5, 1, 5});
   const Tensor care = of(DType::kU8, {3, 2}, {1, 0, 1, 1, 1, 1});
-  const auto why = vacuity_check(exact_f16(), e, g, Tensor(), care);
-  ASSERT_TRUE(why.has_value());
-  EXPECT_NE(why->find("swapping rows 1 and 2"), std::string::npos) << *why;
+  // Rows 1 and 2 are equal at f16, so their swap changes nothing (issue 22).
+  EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), care).has_value());
   // Row 1 fully undefined: rows 0 and 2 remain, and they differ at f16: trusted.
   const Tensor care2 = of(DType::kU8, {3, 2}, {1, 1, 0, 0, 1, 1});
   EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), care2).has_value());
@@ -77,9 +82,8 @@ TEST(VacuityRows, the_partner_is_compared_with_the_first_full_row) {
   const Tensor e = f64({4, 2}, {7, 8, 1, 5, 1, 5, 1, 5 + kTiny});
   const Tensor g = of(DType::kF16, {4, 2}, {7, 8, 1, 5, 1, 5, 1, 5});
   const Tensor care = of(DType::kU8, {4, 2}, {1, 0, 1, 1, 1, 1, 1, 1});
-  const auto why = vacuity_check(exact_f16(), e, g, Tensor(), care);
-  ASSERT_TRUE(why.has_value());
-  EXPECT_NE(why->find("swapping rows 1 and 3"), std::string::npos) << *why;
+  // Rows 1 and 3 are equal at f16 (issue 22): no full row differs on the device from row 1.
+  EXPECT_FALSE(vacuity_check(exact_f16(), e, g, Tensor(), care).has_value());
 }
 
 TEST(VacuityRows, rows_that_differ_at_device_precision_are_trusted) {
