@@ -126,8 +126,13 @@ void write_zero_row(const Shared& s, int64_t n, int64_t b) {
       continue;
     }
     const double off = s.qoffset[static_cast<size_t>(n * s.d + d)];
-    const double y = s.p.quant == QuantMode::kPerTensor ? std::nearbyint(round_to(DType::kF16, off, Rounding::kNearestEven))
-                                                        : std::round(round_to(DType::kF16, off, Rounding::kHalfAway));
+    const double sc = s.qscale[static_cast<size_t>(n * s.d + d)];
+    // A per-tensor scale beyond fp16 (an fp32 quantScale2 near its maximum) is Inf in half, and
+    // 0 * Inf is NaN, which the int8 conversion turns into 0 (the emulator's write).
+    const bool nan_in_half = s.p.quant == QuantMode::kPerTensor && !std::isfinite(round_to(DType::kF16, sc, Rounding::kNearestEven));
+    const double y = nan_in_half                          ? 0.0
+                     : s.p.quant == QuantMode::kPerTensor ? std::nearbyint(round_to(DType::kF16, off, Rounding::kNearestEven))
+                                                          : std::round(round_to(DType::kF16, off, Rounding::kHalfAway));
     s.expected[flat] = std::clamp(y, -128.0, 127.0);
   }
 }

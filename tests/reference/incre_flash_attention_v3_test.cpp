@@ -151,6 +151,13 @@ TEST(IncreFlashAttentionV3Reference, zero_length_int8_output_is_the_rounded_offs
     EXPECT_EQ(out_of(p, in), (std::vector<double>{want})) << "offset " << off;
     EXPECT_EQ(values_of(reference(p, in).magnitude.at("attentionOut")), (std::vector<double>{0}));
   }
+  // A per-tensor fp32 scale of 3e38 is Inf in half: 0 * Inf = NaN, which the int8 conversion makes
+  // 0, whatever the offset (a --generate 2000 --extreme-fills case, issue 22).
+  {
+    const Params p = Builder().out_dtype(DType::kI8).batch(1).heads(1).head_dim(1).seq(4).layout("BSH")
+                         .lengths({0}).quant("per-tensor", true).build().first;
+    EXPECT_EQ(out_of(p, make_inputs(p, {{"quantScale2", {3e38}}, {"quantOffset2", {-1}}})), (std::vector<double>{0}));
+  }
   // Per-channel: i8a(f16a(off)), half away from zero: 0.5 -> 1, -2.5 -> -3, -1.5 -> -2, 40.49 ->
   // f16a 40.5 -> 41 (a direct rounding of 40.49 would give 40), 300 -> 127.
   const Params q = Builder().out_dtype(DType::kI8).batch(1).heads(1).head_dim(5).seq(4).layout("BSH")
