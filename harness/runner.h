@@ -23,4 +23,9 @@ CaseResult run_case(const Case& c, Backend& backend, const RunOptions& opt);
 CaseResult run_case_isolated(const PreparedCase& pc, Backend& backend, const RunOptions& opt);
 CaseResult run_case_isolated(const Case& c, Backend& backend, const RunOptions& opt);
 
+// Elements beyond the kernel's range come from extreme values only: on a realistic fill without
+// value overrides, a reference that declares some undefined is suspect (were it to declare every
+// element so, any device output would pass), so such a passing case is MISTRUSTED with this reason.
+std::optional<std::string> beyond_range_on_a_realistic_fill(const Case& c, const std::vector<OutputResult>& outputs);
+
 }  // namespace opgate

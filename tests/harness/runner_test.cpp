@@ -313,3 +313,31 @@ TEST(RunnerVacuity, identical_rows_are_trusted_through_the_element_perturbation)
 
 }  // namespace
 }  // namespace opgate
+
+namespace opgate {
+namespace {
+
+TEST(RunnerBeyondRange, a_realistic_fill_without_overrides_may_not_leave_elements_beyond_the_range) {
+  std::vector<OutputResult> outputs(2);
+  outputs[0].compare.name = "x";
+  outputs[1].compare.name = "y";
+  outputs[1].compare.metrics.beyond_range = 3;
+  Case c;
+  c.fill = FillMode::kRealistic;
+  const auto why = beyond_range_on_a_realistic_fill(c, outputs);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("y: the reference declares 3 element(s) beyond the kernel's range"), std::string::npos) << *why;
+  // A value override (an extreme fill) or an adversarial fill may reach the range's edges.
+  c.tensors = nlohmann::json{{"x", {{"fill", {{"extreme", "near_max"}}}}}};
+  EXPECT_FALSE(beyond_range_on_a_realistic_fill(c, outputs).has_value());
+  c.tensors = nlohmann::json::object();
+  c.fill = FillMode::kAdversarial;
+  EXPECT_FALSE(beyond_range_on_a_realistic_fill(c, outputs).has_value());
+  // Nothing beyond the range: trusted.
+  c.fill = FillMode::kRealistic;
+  outputs[1].compare.metrics.beyond_range = 0;
+  EXPECT_FALSE(beyond_range_on_a_realistic_fill(c, outputs).has_value());
+}
+
+}  // namespace
+}  // namespace opgate
