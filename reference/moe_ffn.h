@@ -15,7 +15,7 @@
 namespace opgate::ref::moe_ffn {
 
 // Bumped whenever the reference's semantics change on purpose (golden-format.md).
-constexpr int kReferenceVersion = 3;
+constexpr int kReferenceVersion = 4;
 
 // Problem descriptor. expertTokens and activation are the aclnn arguments verbatim; M, K1, N1 the
 // problem dimensions (x is (M, K1), weight1 (E, K1, N1), weight2 (E, N1, K1), y (M, K1)).

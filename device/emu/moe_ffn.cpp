@@ -37,6 +37,7 @@ enum class Defect {
   kFixpipeTruncates,
   kHiddenCastRoundEven,
   kQuantScaleNotHalf,
+  kAccNotConverted,
 };
 
 using DefectEntry = ::opgate::DefectEntry<Defect>;
@@ -61,6 +62,9 @@ constexpr DefectEntry kDefects[] = {
      "the fp32 hidden value is cast to fp16 / bf16 with RNE instead of CAST_ROUND (ties away)"},
     {Defect::kQuantScaleNotHalf, "mffn.quant_scale_not_half",
      "AscendQuant multiplies by the fp32 scale instead of its half cast"},
+    {Defect::kAccNotConverted, "mffn.acc_not_converted",
+     "the fp16 fixpipe dequantises the int32 accumulators as they are instead of float(acc) (spec §2.7), which "
+     "differs once |acc| > 2^24"},
 };
 
 constexpr int64_t kRowBlock = 64;
@@ -277,13 +281,13 @@ struct Kernel {
     for (int64_t i = 0; i < rows; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         int32_t& v = acc[static_cast<size_t>(i * n + j)];
-        const auto acc_f = static_cast<float>(v);
+        const double acc_f = acc_value(v);
         const double deq = deq1[static_cast<size_t>(we * n + j)];
         double a16 = 0;
         if (path == Path::kQuantF16) {
-          a16 = act_half(act, r16(static_cast<double>(acc_f) * deq), erf);  // fixpipe: one rounding
+          a16 = act_half(act, r16(acc_f * deq), erf);  // fixpipe: one rounding
         } else {
-          const float h = acc_f * static_cast<float>(deq);  // AscendDequant in fp32
+          const float h = static_cast<float>(acc_f) * static_cast<float>(deq);  // AscendDequant in fp32
           a16 = r16(act_f32(act, h, erf));
         }
         const bool channel = p.per_channel_scale && defect != Defect::kPerChannelScaleIgnored;
@@ -297,15 +301,21 @@ struct Kernel {
     std::vector<double> out(static_cast<size_t>(rows * k));
     for (int64_t i = 0; i < rows * k; ++i) {
       const double deq = deq2[static_cast<size_t>(we * k + i % k)];
-      out[static_cast<size_t>(i)] = dequant_out(static_cast<float>(acc2[static_cast<size_t>(i)]), deq);
+      out[static_cast<size_t>(i)] = dequant_out(acc_value(acc2[static_cast<size_t>(i)]), deq);
     }
     store_elements(y, row0 * k, out.data(), rows * k);
   }
 
+  // float(acc) of an int32 accumulator (RNE), as the cube hands it to the dequant (spec §2.7).
+  double acc_value(int32_t acc) const {
+    const bool raw = defect == Defect::kAccNotConverted && path == Path::kQuantF16;
+    return raw ? static_cast<double>(acc) : static_cast<double>(static_cast<float>(acc));
+  }
+
   // y = fixpipe f16(acc * deq) (one rounding), or AscendDequant bf16(fp32(acc * deq)) with RINT.
-  double dequant_out(float acc, double deq) const {
-    if (path == Path::kQuantF16) return r16(static_cast<double>(acc) * deq);
-    return math::round_fast(DType::kBF16, static_cast<double>(acc * static_cast<float>(deq)));
+  double dequant_out(double acc, double deq) const {
+    if (path == Path::kQuantF16) return r16(acc * deq);
+    return math::round_fast(DType::kBF16, static_cast<double>(static_cast<float>(acc) * static_cast<float>(deq)));
   }
 
   // ProcessZeroN1: bias2 broadcast (cast, or vector dequant for int8), zeros without bias2.

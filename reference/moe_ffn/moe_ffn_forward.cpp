@@ -53,6 +53,11 @@ double max_abs(const double* v, int64_t n) {
   return m;
 }
 
+// float(v) of an int32 value (RNE), as the kernel converts its int32 accumulators and biases.
+double to_fp32(double v) {
+  return math::round_fast(DType::kF32, v, Rounding::kNearestEven);
+}
+
 // |fp32(v) - v| for an integer-valued accumulator v (exact below 2^24).
 double fp32_conversion_error(double v) {
   return std::fabs(v) <= kTwo24 ? 0.0 : math::ulp_fast(DType::kF32, std::fabs(v)) / 2;
@@ -265,19 +270,19 @@ void run_quant_task(const Data& d, const Task& t) {
   for (int64_t i = 0; i < t.rows; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       const auto idx = static_cast<size_t>(i * n + j);
-      const double acc = aq[idx] + d.bias1(e, j);
       const double deq = d.deq1[static_cast<size_t>(e * n + j)];
-      const double h = acc * deq;
-      // int8 -> fp16: fixpipe f16(f32(acc) * deq) (the bound also allows an intermediate fp32
-      // rounding); int8 -> bf16: AscendDequant f32(f32(acc) * deq), the fp32 activation, then a
-      // CAST_NONE (RNE) cast to half. Exact chains are pinned to the device's values.
-      const double conv = fp32_conversion_error(acc) * std::fabs(deq);  // a bound: deq may be negative
+      // Spec §2.7: the int32 accumulator is converted to fp32 (RNE) before the dequant, so
+      // h = float(acc1) * deq, exact in double (24 x 19 or 8 significant bits).
+      const double h = to_fp32(aq[idx] + d.bias1(e, j)) * deq;
+      // int8 -> fp16: fixpipe f16(h) (the bound also allows an intermediate fp32 rounding);
+      // int8 -> bf16: AscendDequant f32(h), the fp32 activation, then a CAST_NONE (RNE) cast to
+      // half. Exact chains are pinned to the device's values.
       Tracked a;
       if (d.path == Path::kQuantBF16) {
-        const Tracked h32 = round_exact({h, conv}, DType::kF32, Rounding::kNearestEven);
+        const Tracked h32 = round_exact({h, 0.0}, DType::kF32, Rounding::kNearestEven);
         a = round_exact(activation_bound(d.act, h32.v, h32.e, DType::kF32), DType::kF16, Rounding::kNearestEven);
       } else {
-        a = fixpipe_activation(d.act, h, round_bound({h, conv}, DType::kF32));
+        a = fixpipe_activation(d.act, h, round_bound({h, 0.0}, DType::kF32));
       }
       const double s = d.scale[static_cast<size_t>(d.p.per_channel_scale ? e * n + j : e)];
       const double o = d.offset[static_cast<size_t>(e)];
@@ -306,10 +311,12 @@ void run_quant_task(const Data& d, const Task& t) {
   for (int64_t i = 0; i < t.rows; ++i) {
     for (int64_t j = 0; j < k; ++j) {
       const auto idx = static_cast<size_t>(i * k + j);
-      const double acc = y[idx] + d.bias2(e, j);
       const double flips = mag[idx];
+      // With every aq determined (flips == 0) acc2 is known and so is float(acc2) (spec §2.7);
+      // otherwise the device's acc2 is within flips of acc and its conversion adds half an ulp.
+      const double acc = flips == 0 ? to_fp32(y[idx] + d.bias2(e, j)) : y[idx] + d.bias2(e, j);
       const double deq = d.deq2[static_cast<size_t>(e * k + j)];
-      const double e_acc = flips + fp32_conversion_error(std::fabs(acc) + flips);
+      const double e_acc = flips == 0 ? 0.0 : flips + fp32_conversion_error(std::fabs(acc) + flips);
       // int8 -> bf16: AscendDequant rounds the fp32 product (RNE) before the bf16 cast, so an exact
       // acc pins y to f32(acc * deq). The fp16 fixpipe may round once, so its y stays exact.
       const Tracked out = d.path == Path::kQuantBF16
@@ -337,8 +344,7 @@ void run_zero_hidden(const Data& d) {
         }
         // The vector AscendDequant multiplies in fp32 (RNE) and then casts to y's dtype.
         const double deq = d.deq2[static_cast<size_t>(ei * d.k + j)];
-        const Tracked out =
-            round_exact({b * deq, fp32_conversion_error(b) * std::fabs(deq)}, DType::kF32, Rounding::kNearestEven);
+        const Tracked out = round_exact({to_fp32(b) * deq, 0.0}, DType::kF32, Rounding::kNearestEven);
         d.y[r * d.k + j] = out.v;
         d.mag[r * d.k + j] = out.e;
       }

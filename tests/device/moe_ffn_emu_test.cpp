@@ -28,6 +28,7 @@ namespace mc = cases::moe_ffn;
 using ref::moe_ffn::Params;
 
 using moe_ffn_testing::make_inputs;
+using moe_ffn_testing::acc1_midpoint_values;
 using moe_ffn_testing::Values;
 
 // y on a poisoned, guarded buffer, like the runner allocates it.
@@ -110,6 +111,19 @@ TEST(MoeFFNEmu, requantisation_scale_is_cast_to_half) {
   EXPECT_EQ(run_emu(p, in, "mffn.quant_scale_not_half").get(0), 3.0);
 }
 
+// The fixpipe dequantises float(acc1) (spec §2.7). acc1 = 1 + bias1 = 2^24 + 2^13 + 1 is an fp32
+// tie that RNE sends to 2^24 + 2^13, so h = (2^24 + 2^13) * 2^-20 = 16 + 2^-7, the fp16 midpoint
+// between 16 and 16 + 2^-6, which RNE sends to 16. AscendQuant: f16(16 * 6.28125) = 100.5 ties to
+// aq = 100, and y = 100 * 1 = 100. Without the conversion h = 16 + 2^-7 + 2^-20 rounds up to
+// 16 + 2^-6, 16.015625 * 6.28125 = 100.598 -> f16 100.625 -> aq = 101, y = 101.
+TEST(MoeFFNEmu, fixpipe_dequantises_the_fp32_accumulator) {
+  Params p = params(DType::kI8, {1}, 1, 1, "relu");
+  p.has_bias1 = true;
+  const TensorMap in = make_inputs(p, acc1_midpoint_values());
+  EXPECT_EQ(run_emu(p, in).get(0), 100.0);
+  EXPECT_EQ(run_emu(p, in, "mffn.acc_not_converted").get(0), 101.0);
+}
+
 // expertTokens {1, 2} read as cumulative: expert 1 covers rows [1, 2), so row 2 is never written.
 TEST(MoeFFNEmu, cumulative_reading_leaves_rows_unwritten) {
   const Params p = params(DType::kF16, {1, 2}, 2, 2, "relu");
@@ -150,13 +164,16 @@ TEST(MoeFFNEmu, every_defect_changes_an_exposing_case) {
   const Params quant = params(DType::kI8, {1}, 1, 1, "relu");
   const TensorMap quant_in = make_inputs(
       quant, {{5}, {1}, {}, {1}, {}, {1 + std::ldexp(1.0, -11) - std::ldexp(1.0, -22)}, {0}, {0.5f}, {1.0f}});
+  Params conv = params(DType::kI8, {1}, 1, 1, "relu");
+  conv.has_bias1 = true;
+  const TensorMap conv_in = make_inputs(conv, acc1_midpoint_values());
   const std::map<std::string, std::pair<const Params*, const TensorMap*>> exposing = {
       {"mffn.expert_tokens_cumulative", {&gelu, &gelu_in}}, {"mffn.erf_gelu", {&gelu, &gelu_in}},
       {"mffn.bias2_dropped", {&gelu, &gelu_in}},            {"mffn.w1_transposed", {&gelu, &gelu_in}},
       {"mffn.deq_scale_not_truncated", {&deq, &deq_in}},    {"mffn.requant_round_half_away", {&tie, &tie_in}},
       {"mffn.empty_expert_shifts_weights", {&skip, &skip_in}}, {"mffn.per_channel_scale_ignored", {&channel, &channel_in}},
       {"mffn.fixpipe_truncates", {&hp, &hp_in}},            {"mffn.hidden_cast_round_even", {&hi, &hi_in}},
-      {"mffn.quant_scale_not_half", {&quant, &quant_in}},
+      {"mffn.quant_scale_not_half", {&quant, &quant_in}},   {"mffn.acc_not_converted", {&conv, &conv_in}},
   };
   for (const DefectInfo& d : defects()) {
     ASSERT_EQ(exposing.count(d.name), 1u) << d.name << " has no exposing case here";

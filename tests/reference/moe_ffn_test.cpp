@@ -90,18 +90,31 @@ TEST(MoeFFNReference, int8_requantisation_ties_to_even) {
   EXPECT_EQ(values_of(r.expected.at("y")), (std::vector<double>{0.75, -1}));
 }
 
-// A negative deqScale2 scales the bound by |deq|. relu, x = 3, W1 = 1, W2 = 1, bias2 = 2^25 + 2:
-// acc2 = 2^25 + 5, which fp32 holds only as 2^25 + 4 (spacing 4 there), so the device's y may be
-// (2^25 + 4) * -0.25, 0.25 away from the exact (2^25 + 5) * -0.25: the budget must reach that.
-TEST(MoeFFNReference, int8_negative_deq_scale_keeps_a_nonnegative_budget) {
+// A negative deqScale2 with acc2 beyond 2^24. relu, x = 3, W1 = 1, W2 = 1, bias2 = 2^25 + 2:
+// acc2 = 2^25 + 5, which fp32 holds only as 2^25 + 4 (spacing 4 there). The kernel dequantises
+// float(acc2) (spec §2.7), so the product before y's own rounding is (2^25 + 4) * -0.25 =
+// -(2^23 + 1), determined (the earlier reference paid 0.25 of budget for the conversion instead):
+// the expected value is that product and the budget 0, never negative whatever the sign of deq.
+TEST(MoeFFNReference, int8_negative_deq_scale_dequantises_the_fp32_accumulator) {
   Params p = params(DType::kI8, {1}, 1, 1, "relu");
   p.has_bias2 = true;
   const double acc = std::ldexp(1.0, 25) + 5;
   const RefOutputs r = reference(p, make_inputs(p, {{3}, {1}, {}, {1}, {acc - 3}, {1}, {0}, {1.0f}, {-0.25f}}));
-  EXPECT_EQ(r.expected.at("y").get(0), acc * -0.25);
-  const double budget = r.magnitude.at("y").get(0);
-  EXPECT_GE(budget, 0.25);
-  EXPECT_LE(std::fabs((acc - 1) * -0.25 - r.expected.at("y").get(0)), budget);
+  EXPECT_EQ(r.expected.at("y").get(0), -(std::ldexp(1.0, 23) + 1));
+  EXPECT_EQ(r.magnitude.at("y").get(0), 0.0);
+}
+
+// The hidden value is dequantised from float(acc1) (spec §2.7): with acc1 = 2^24 + 2^13 + 1 (an
+// fp32 tie, RNE -> 2^24 + 2^13) and deqScale1 = 2^-20, h = 16 + 2^-7 exactly, an fp16 midpoint
+// that RNE sends to 16; f16(16 * 6.28125) = 100.5 ties to aq = 100, and y = 100 * 1. Every step is
+// determined, so the budget is 0. (From acc1 itself, h = 16 + 2^-7 + 2^-20 would give 16 + 2^-6,
+// aq = 101: a kernel that skips the conversion must fail here.)
+TEST(MoeFFNReference, int8_hidden_dequantises_the_fp32_accumulator) {
+  Params p = params(DType::kI8, {1}, 1, 1, "relu");
+  p.has_bias1 = true;
+  const RefOutputs r = reference(p, make_inputs(p, moe_ffn_testing::acc1_midpoint_values()));
+  EXPECT_EQ(r.expected.at("y").get(0), 100.0);
+  EXPECT_EQ(r.magnitude.at("y").get(0), 0.0);
 }
 
 // Beyond the kernel's range (issue 22). bf16 relu, one token, K1 = N1 = 1: x = W1 = 1.887e38 gives

@@ -1,6 +1,7 @@
 // Shared helper of the MoeFFN reference and emulator tests: canonical inputs from hand-written values.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -38,6 +39,14 @@ inline TensorMap make_inputs(const ref::moe_ffn::Params& p, const Values& v) {
     m[name] = t;
   }
   return m;
+}
+
+// int8 relu, K1 = N1 = 1: x = W1 = 1, bias1 = 2^24 + 2^13, W2 = 1, scale 6.28125, offset 0,
+// deqScale1 2^-20, deqScale2 1. acc1 = 2^24 + 2^13 + 1 is a tie in fp32, and float(acc1) puts the
+// dequantised hidden value on an fp16 midpoint (spec §2.7; the arithmetic is at the tests using it).
+inline Values acc1_midpoint_values() {
+  return {{1}, {1}, {std::ldexp(1.0, 24) + std::ldexp(1.0, 13)}, {1}, {}, {6.28125}, {0},
+          {std::ldexp(1.0f, -20)}, {1.0f}};
 }
 
 }  // namespace opgate::moe_ffn_testing

@@ -3,6 +3,8 @@
 // tests/cli/junit_test.sh.)
 #include "reports/report_junit.h"
 
+#include <cstring>
+
 #include <gtest/gtest.h>
 
 namespace opgate {
@@ -61,6 +63,43 @@ TEST(Junit, each_suite_counts_its_outputs_under_the_standards) {
                                        "2026-01-01T00:00:00", "host");
   EXPECT_TRUE(has(xml, "<property name=\"standards.y.gate\" value=\"2 passed\"/>")) << xml;
   EXPECT_TRUE(has(xml, "<property name=\"standards.y.ascend-v0.3\" value=\"1 failed, 1 n/a\"/>")) << xml;
+}
+
+// Each verdict's JUnit element, written out by hand (README "Exit codes" and reports/README.md):
+// infrastructure verdicts (CRASHED, TIMEOUT, BACKEND_ERROR, INVALID_CASE) are <error>s, a failing
+// check a <failure>, MISTRUSTED a <failure> only with --strict, SKIPPED <skipped/>; the suite's
+// counts agree with the elements.
+TEST(Junit, each_verdict_gets_its_element_and_count) {
+  struct Row {
+    Verdict v;
+    bool strict;
+    const char* element;  // the text right after the <testcase ...> opening tag
+    const char* counts;   // the suite's tests / failures / errors / skipped
+  };
+  const Row table[] = {
+      {Verdict::kCrashed, false, "<error type=\"CRASHED\"", "tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\""},
+      {Verdict::kTimeout, false, "<error type=\"TIMEOUT\"", "tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\""},
+      {Verdict::kBackendError, false, "<error type=\"BACKEND_ERROR\"", "failures=\"0\" errors=\"1\""},
+      {Verdict::kInvalidCase, false, "<error type=\"INVALID_CASE\"", "failures=\"0\" errors=\"1\""},
+      {Verdict::kFailed, false, "<failure type=\"FAILED\"", "failures=\"1\" errors=\"0\""},
+      {Verdict::kMistrusted, true, "<failure type=\"MISTRUSTED\"", "failures=\"1\" errors=\"0\""},
+      {Verdict::kMistrusted, false, "<system-out>MISTRUSTED: ", "failures=\"0\" errors=\"0\" skipped=\"0\""},
+      {Verdict::kSkipped, false, "<skipped message=", "failures=\"0\" errors=\"0\" skipped=\"1\""},
+      {Verdict::kPassed, false, "</testcase>", "failures=\"0\" errors=\"0\" skipped=\"0\""},
+  };
+  for (const Row& row : table) {
+    CaseResult r = result("op.case.001", "moe_ffn", "ci");
+    r.verdict = row.v;
+    r.reason = "the reason";
+    const std::string xml =
+        render_junit(nlohmann::json{{"strict", row.strict}}, {r}, "2026-01-01T00:00:00", "host");
+    const std::string opening = "name=\"op.case.001\" time=\"0.000\">";
+    const size_t at = xml.find(opening);
+    ASSERT_NE(at, std::string::npos) << xml;
+    EXPECT_EQ(xml.compare(at + opening.size(), std::strlen(row.element), row.element), 0)
+        << verdict_name(row.v) << (row.strict ? " --strict" : "") << "\n" << xml;
+    EXPECT_TRUE(has(xml, row.counts)) << verdict_name(row.v) << "\n" << xml;
+  }
 }
 
 }  // namespace
