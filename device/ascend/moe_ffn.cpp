@@ -1,9 +1,13 @@
 // Marshalling of aclnnMoeFFN / aclnnFFN: dense ND tensors named as in ref::specs, expertTokens as a
 // host int array (NULL when the case says so), activation as a C string. aclnnFFN is documented
 // for Atlas A2 only (ascend-abi.md §5.5); the legacy aclnnMoeFFN documents no table and is held to
-// the same. aclnnMoeFFN has no innerPrecise, BF16 or activation other than fastgelu (seed 004,
-// spec §2.1 ASSUMPTION: it is the innerPrecise = 1 path), and its rejection codes are documented
-// only in part, so such cases and rejection probes are SKIPPED on that entry.
+// the same. aclnnMoeFFN has no innerPrecise, BF16 or activation other than fastgelu (seed 004), and
+// its rejection codes are documented only in part, so such cases and rejection probes are SKIPPED
+// on that entry. Which fp16 kernel it runs (issue 22's audit): it passes no innerPrecise, the FFN
+// op's attribute defaults to 0 = high precision (hicann/ops-transformer ffn/ffn/op_host/ffn_def.cpp),
+// and the tiling takes the high-precision key 3 when the attribute is absent (ffn_tiling.cpp,
+// the innerPrecise read before SelectTilingKey). So an fp16 case runs there only as innerPrecise 0;
+// int8 has one kernel whatever the attribute (the quant keys ignore it).
 #include "device/ascend/moe_ffn.h"
 
 #include <string>
@@ -38,9 +42,11 @@ Support supports(const Problem& problem, const SocInfo& soc, const std::string& 
     return {false, "the reference's rejection codes follow aclnnFFN (spec §2.9); this CANN serves the legacy "
                    "aclnnMoeFFN, whose codes are documented only in part"};
   }
-  if (p.inner_precise != 1 || p.dtype == DType::kBF16 || p.y_dtype == DType::kBF16 || p.activation != "fastgelu") {
+  const bool fp16_default = p.dtype != DType::kF16 || p.inner_precise == 0;
+  if (!fp16_default || p.dtype == DType::kBF16 || p.y_dtype == DType::kBF16 || p.activation != "fastgelu") {
     return {false, fmt::format("this CANN serves the legacy aclnnMoeFFN, which has only the fp16/int8 fastgelu "
-                               "innerPrecise = 1 path with fp16 y (the case asks for x {}, y {}, {}, innerPrecise {})",
+                               "paths with fp16 y, fp16 at the attribute's default innerPrecise = 0 (the case asks "
+                               "for x {}, y {}, {}, innerPrecise {})",
                                dtype_name(p.dtype), dtype_name(p.y_dtype), p.activation, p.inner_precise)};
   }
   return s;

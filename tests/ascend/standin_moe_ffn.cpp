@@ -78,8 +78,9 @@ aclnnStatus aclnnMoeFFNGetWorkspaceSize(const aclTensor* x, const aclIntArray* e
   call.output("y", y);
   call.attr("activation", activation == nullptr ? "NULL" : activation);
   if (aclnnStatus rc = call.check()) return rc;
-  // The legacy entry is the innerPrecise = 1 path (spec attention-and-ffn.md §2.1 ASSUMPTION).
-  return finish(call, params_of(call.specs(), tokens, present, activation, 1), workspaceSize, executor);
+  // The legacy entry passes no innerPrecise: the FFN attribute's default 0 (high precision) runs
+  // (device/ascend/moe_ffn.cpp, issue 22's audit).
+  return finish(call, params_of(call.specs(), tokens, present, activation, 0), workspaceSize, executor);
 }
 
 aclnnStatus aclnnMoeFFN(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
