@@ -7,6 +7,9 @@
 # Usage: standard_test.sh <opgate binary> <source dir> <scratch dir>
 source "$(dirname "$0")/lib.sh" "$@"
 PV=fault:ifa.fp16_pv_accumulation
+# The range-edge cases with V at the fp16 top are left out of the v0.3 runs: an fp16 PV
+# accumulator overflows there to Inf, which every standard fails (as it should).
+NOT_TOP='^(?!ifa\.edge_near_max)'
 
 "$OPGATE" run --op mfrg --tier ci --strict -q --out "$WORK/emu" >/dev/null 2>&1
 check "clean emu, bound: exit 0" test $? -eq 0
@@ -30,7 +33,7 @@ check "the failing output is judged under ascend-v0.3" grep -q '"standard":"asce
 check "$PV under bound: exit 1" test $? -eq 1
 check "on a fault backend the emulator twin judges dual-benchmark" grep -q '"dual-benchmark":{"applies":true' "$WORK/pv_bound/results.jsonl"
 check "... and it fails some of $PV's cases" grep -qE '"dual-benchmark":\{"applies":true,"detail":"[^"]*","passed":false' "$WORK/pv_bound/results.jsonl"
-"$OPGATE" run --op ifa --tier ci -q --backend "$PV" --standard ascend-v0.3 --out "$WORK/pv_v03" >/dev/null 2>&1
+"$OPGATE" run --op ifa --tier ci -q --backend "$PV" --standard ascend-v0.3 --filter "$NOT_TOP" --out "$WORK/pv_v03" >/dev/null 2>&1
 check "$PV under ascend-v0.3: exit 0 (v0.3 allows its error)" test $? -eq 0
 "$OPGATE" run --op ifa --tier ci -q --backend "$PV" --standard ascend-dual-permille --out "$WORK/pv_permille" >/dev/null 2>&1
 check "$PV under ascend-dual-permille: exit 1" test $? -eq 1
@@ -38,8 +41,8 @@ check "$PV under ascend-dual-permille: exit 1" test $? -eq 1
 # --resume must run under the recorded standard.
 head -1 "$WORK/pv_v03/results.jsonl" >"$WORK/first" && mv "$WORK/first" "$WORK/pv_v03/results.jsonl"
 expect_error 2 'cannot resume: standard was "ascend-v0.3", this run has unset' \
-  run --op ifa --tier ci -q --backend "$PV" --resume --out "$WORK/pv_v03"
-"$OPGATE" run --op ifa --tier ci -q --backend "$PV" --standard ascend-v0.3 --resume --out "$WORK/pv_v03" >/dev/null 2>&1
+  run --op ifa --tier ci -q --backend "$PV" --filter "$NOT_TOP" --resume --out "$WORK/pv_v03"
+"$OPGATE" run --op ifa --tier ci -q --backend "$PV" --standard ascend-v0.3 --filter "$NOT_TOP" --resume --out "$WORK/pv_v03" >/dev/null 2>&1
 check "--resume of the v0.3 night under ascend-v0.3: exit 0" test $? -eq 0
 
 expect_error 2 "--standard: bogus not in" run --op mfrg --standard bogus
