@@ -187,6 +187,25 @@ class Running(unittest.TestCase):
         self.assertLess(time.monotonic() - t0, 10)
 
 
+class Sync(unittest.TestCase):
+    def test_scratch_tree_keeps_layer_sources_and_drops_outputs(self):
+        # reports/ holds the reports layer's sources beside run folders (issue 24): the sources
+        # are copied, the run folders, build/, .git/ and golden/ are not, and stale files go.
+        with tempfile.TemporaryDirectory() as tmp:
+            src, dst = os.path.join(tmp, "src"), os.path.join(tmp, "dst")
+            for rel in ("reports/report.cpp", "reports/README.md", "reports/run_1/summary.txt",
+                        "build/x.o", ".git/HEAD", "golden/a/expected.npy", "core/a.cpp"):
+                os.makedirs(os.path.dirname(os.path.join(src, rel)), exist_ok=True)
+                with open(os.path.join(src, rel), "w") as fh:
+                    fh.write(rel)
+            os.makedirs(os.path.join(dst, "core"))
+            with open(os.path.join(dst, "core", "stale.cpp"), "w") as fh:
+                fh.write("old")
+            driver.sync_tree(src, dst)
+            copied = sorted(os.path.relpath(os.path.join(r, f), dst) for r, _, fs in os.walk(dst) for f in fs)
+            self.assertEqual(copied, ["core/a.cpp", "reports/README.md", "reports/report.cpp"])
+
+
 class Cli(unittest.TestCase):
     def mutate(self, *args, eq=None):
         return subprocess.run([sys.executable, "-B", os.path.join(ROOT, "tools", "mutate.py"), *args],

@@ -14,22 +14,31 @@ import signal
 import subprocess
 import time
 
-# What is not copied to the scratch tree: build output, reports, VCS data, golden files (the
-# mutation checks run against the reference, never against golden).
-EXCLUDE_TOP = {"build", "reports", ".git", "golden"}
+# What is not copied to the scratch tree: build output, VCS data, golden files (the mutation
+# checks run against the reference, never against golden), and the run folders under reports/
+# (its own files are the reports layer's sources, which the build needs).
+EXCLUDE_TOP = {"build", ".git", "golden"}
+FILES_ONLY_TOP = {"reports"}
+
+
+def _prune(rel, dirs):
+    """Limits os.walk to what sync_tree copies."""
+    if rel == ".":
+        dirs[:] = [d for d in dirs if d not in EXCLUDE_TOP]
+    elif rel in FILES_ONLY_TOP:
+        dirs[:] = []
 
 # A failing verdict line of `opgate run` (printed under --quiet, flushed as each case ends).
 _FAIL_LINE = re.compile(r"^\[\s*\d+/\d+\]\s+(FAILED|MISTRUSTED|BACKEND_ERROR|INVALID_CASE|TIMEOUT|CRASHED)\s+(\S+)")
 
 
 def sync_tree(src, dst):
-    """Makes dst a copy of src (minus EXCLUDE_TOP), rewriting only files whose bytes differ, so
+    """Makes dst a copy of src (minus EXCLUDE_TOP and the folders of FILES_ONLY_TOP), rewriting only files whose bytes differ, so
     the scratch build stays incremental and ccache sees unchanged files."""
     keep = set()
     for root, dirs, files in os.walk(src):
         rel = os.path.relpath(root, src)
-        if rel == ".":
-            dirs[:] = [d for d in dirs if d not in EXCLUDE_TOP]
+        _prune(rel, dirs)
         os.makedirs(os.path.join(dst, rel), exist_ok=True)
         for name in files:
             s = os.path.join(root, name)
@@ -48,8 +57,7 @@ def sync_tree(src, dst):
                 shutil.copymode(s, d)
     for root, dirs, files in os.walk(dst):
         rel = os.path.relpath(root, dst)
-        if rel == ".":
-            dirs[:] = [d for d in dirs if d not in EXCLUDE_TOP]
+        _prune(rel, dirs)
         for name in files:
             d = os.path.normpath(os.path.join(root, name))
             if d not in keep:
@@ -67,8 +75,7 @@ def tree_digest(src):
     h = hashlib.sha1()
     for root, dirs, files in os.walk(src):
         rel = os.path.relpath(root, src)
-        if rel == ".":
-            dirs[:] = [d for d in dirs if d not in EXCLUDE_TOP]
+        _prune(rel, dirs)
         dirs.sort()
         for name in sorted(files):
             path = os.path.join(root, name)
