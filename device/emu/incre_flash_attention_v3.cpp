@@ -1,7 +1,8 @@
 // CPU emulation of the A2 aclnnIncreFlashAttentionV3 kernel: the C+V template's numerics of
 // attention-and-ffn.md §1.4.3 (fp32 QK, fp32 online softmax over S2 tiles, P cast with CAST_ROUND,
 // fp32 PV), §1.4.2 (MSD int8 decomposition), §1.4.4/§1.4.5 (output cast and quantisation), the
-// tiling of §1.4.7 and KV addressing of §1.3 from the packed device images; plus named defects.
+// tiling of §1.4.7 (split ratio per template, cores per SoC: README "Kernel-source audit") and KV
+// addressing of §1.3 from the packed device images; plus named defects.
 #include "device/emu/incre_flash_attention_v3.h"
 
 #include <algorithm>
@@ -109,9 +110,18 @@ constexpr DefectEntry kDefects[] = {
      "P is cast to fp16/bf16 for the PV product by truncation (round toward zero) instead of the kernel's rounding"},
 };
 
-// AIV cores of the C+V template on an Atlas A2 (910B3/910B4: 20 AIC, 40 AIV); the schedule only
-// changes the summation order (§1.4.7).
-constexpr int64_t kCoreNum = 40;
+// Flash-decode split rule of each modelled template (tiling_check.cpp CheckCoreOkFlag): split
+// when B·N2 < tenths/10 · cores, the cores being the SoC's AIV count (tiling.cpp SetCoreNum). Only
+// the summation order depends on it. The cube-view template's rule (B·N2 <= 0.5·AIC) belongs to a
+// template the emulator does not model (runs_cube_view()).
+struct SplitRule {
+  Template kernel;
+  int64_t tenths;
+};
+constexpr SplitRule kSplitRules[] = {
+    {Template::kCubeVector, 4},  // "0.4, 经验值"
+    {Template::kAllVector, 5},   // "全V模板可以按0.5切分"
+};
 constexpr float kMaskValue = -1.0e12f;
 // PV cube step: 16 positions accumulated per fractal before joining the running fp32 sum.
 constexpr int64_t kCubeK = 16;
@@ -287,11 +297,9 @@ class Kernel {
     x_.lengths = ifa::effective_lengths(p);
     x_.scale = f32_from_double(p.scale_value);
     digits_ = p.inner_precise == 0 ? 3 : 2;
-    // The all-vector template (fp16 query, KV and output, non-PA, G == 1; tiling EnableAllVec)
-    // casts P with CAST_NONE (RNE), §1.4.3 step 4.
-    const bool all_vec = p.kv_dtype == DType::kF16 && p.out_dtype == DType::kF16 && !ifa::is_paged(p) &&
-                         ifa::group_size(p) == 1;
-    p_rounding_ = all_vec ? Rounding::kNearestEven : Rounding::kHalfAway;
+    // The all-vector template casts P with CAST_NONE (RNE), the C+V template with CAST_ROUND
+    // (§1.4.3 step 4).
+    p_rounding_ = kernel_template(p) == Template::kAllVector ? Rounding::kNearestEven : Rounding::kHalfAway;
   }
 
   void run_group(int64_t b, int64_t n2) const {
@@ -612,27 +620,62 @@ class Kernel {
   Rounding p_rounding_ = Rounding::kHalfAway;
 };
 
+int64_t max_length(const Params& p) {
+  int64_t max_len = 0;
+  for (int64_t l : ifa::effective_lengths(p)) max_len = std::max(max_len, l);
+  return max_len;
+}
+
 }  // namespace
 
-Schedule schedule(const Params& p) {
+Template kernel_template(const Params& p) {
+  // EnableAllVec: fp16 query, KV and output (KV fp16 implies the query), no page attention, G == 1
+  // (D <= 512 always holds, V13). Checked before the cube-view template, which the emulator runs as
+  // C+V (runs_cube_view()).
+  const bool all_vec = p.kv_dtype == DType::kF16 && p.out_dtype == DType::kF16 && !ifa::is_paged(p) &&
+                       ifa::group_size(p) == 1;
+  return all_vec ? Template::kAllVector : Template::kCubeVector;
+}
+
+bool runs_cube_view(const Params& p) {
+  // EnableCubeViewMM: G <= 16, D = 128 (CheckConstraints), innerPrecise 1 (CheckDataCopyNd2Nz),
+  // B·N2·⌈max L / 2048⌉ > 128, page attention with a BNSD query, KV of the query's dtype or int8
+  // (the kernel wants per-channel antiquant; any int8 KV counts here, erring towards reporting).
+  if (kernel_template(p) == Template::kAllVector) return false;
+  const int64_t s2_loops = (max_length(p) + 2047) / 2048;
+  return ifa::group_size(p) <= 16 && p.head_dim == 128 && p.inner_precise == 1 &&
+         p.batch * ifa::kv_heads(p) * s2_loops > 128 && ifa::is_paged(p) && p.input_layout == "BNSD";
+}
+
+Schedule schedule(const Params& p) { return schedule(p, soc()); }
+
+Schedule schedule(const Params& p, const Soc& chip) {
   const int64_t g = ifa::group_size(p);
   const bool antiquant = p.kv_dtype == DType::kI8;
   int64_t tile = antiquant ? (g > 1 ? 1024 : 8192) : (g < 5 ? 8192 : (g < 10 ? 4096 : 2048));
   const bool paged = ifa::is_paged(p);
   if (paged) tile = std::max(p.block_size, tile / p.block_size * p.block_size);
-  int64_t max_len = 0;
-  for (int64_t l : ifa::effective_lengths(p)) max_len = std::max(max_len, l);
+  const int64_t max_len = max_length(p);
   const int64_t bn = p.batch * ifa::kv_heads(p);
+  const Template kernel = kernel_template(p);
+  int64_t tenths = 0;
+  for (const SplitRule& r : kSplitRules) {
+    if (r.kernel == kernel) tenths = r.tenths;
+  }
   Schedule s;
+  s.kernel = kernel;
   s.tile = tile;
-  const bool flash = 10 * bn < 4 * kCoreNum && (g == 1 || max_len >= 2048) && !(paged && max_len <= 1024);
+  const bool cores_ok = 10 * bn < tenths * chip.aiv;
+  const bool flash = cores_ok && (g == 1 || max_len >= 2048) && !(paged && max_len <= 1024);
   if (!flash || bn == 0) return s;
-  int64_t parts = kCoreNum / bn;
+  int64_t parts = chip.aiv / bn;
   while (parts > 1 && max_len / parts < 512) --parts;
   if (parts <= 1) return s;
+  // SplitBNS: ceil(maxActualSeq / parts), aligned up to blockSize with page attention.
   int64_t len = (max_len + parts - 1) / parts;
   if (paged) len = (len + p.block_size - 1) / p.block_size * p.block_size;
   s.split_len = len;
+  s.parts = (max_len + len - 1) / len;
   return s;
 }
 

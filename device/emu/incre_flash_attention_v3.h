@@ -10,6 +10,7 @@
 #include "core/defect.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "device/emu/emu_backend.h"
 #include "reference/incre_flash_attention_v3.h"
 
 namespace opgate::emu::incre_flash_attention_v3 {
@@ -30,12 +31,29 @@ Status run_window(const ref::incre_flash_attention_v3::Params& p, const TensorMa
 // The injectable defects, each named "ifa.<what>" with a one-line description.
 std::vector<DefectInfo> defects();
 
-// The kernel's schedule for a problem (§1.4.7): S2 tile length and the flash-decode split length
-// (0 = no split). Exposed so tests can pick problems with identical schedules.
+// The kernel templates (tiling SetupPerfMode) whose schedule the emulator models: the C+V template
+// (perfMode NORMAL) and the all-vector template (BMM_ALL_BY_VEC; P cast RNE).
+enum class Template { kCubeVector, kAllVector };
+
+// The template the kernel runs for `p`, except that a problem of the cube-view template
+// (runs_cube_view) is run as C+V.
+Template kernel_template(const ref::incre_flash_attention_v3::Params& p);
+
+// Whether a device would run the cube-view template (CUBE_VIEW_MM, Preload, perfMode 3: split when
+// B·N2 <= 0.5·AIC cores, 2048-position int8 tiles for G > 1), which the emulator does not model.
+// The generator never makes such a problem (B·N2 <= 15, L <= 300); see the README's audit section.
+bool runs_cube_view(const ref::incre_flash_attention_v3::Params& p);
+
+// The kernel's schedule for a problem (§1.4.7) on a chip: S2 tile length and the flash-decode
+// split length (0 = no split) and count. Exposed so tests can pick problems with identical schedules.
 struct Schedule {
+  Template kernel = Template::kCubeVector;
   int64_t tile = 0;
   int64_t split_len = 0;
+  int64_t parts = 1;  // splits of the longest row
 };
+Schedule schedule(const ref::incre_flash_attention_v3::Params& p, const Soc& chip);
+// On the chip the emulator plays (emu::soc(), OPGATE_EMU_SOC).
 Schedule schedule(const ref::incre_flash_attention_v3::Params& p);
 
 namespace detail {

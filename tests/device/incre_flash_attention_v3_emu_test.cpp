@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string>
@@ -14,7 +15,9 @@
 
 #include <gtest/gtest.h>
 
+#include "cases/incre_flash_attention_v4.h"
 #include "cases/registry.h"
+#include "device/emu/emu_backend.h"
 #include "tests/device/incre_flash_attention_v3_testing.h"
 
 namespace opgate::emu::incre_flash_attention_v3 {
@@ -42,14 +45,128 @@ TEST(IncreFlashAttentionV3Emu, schedule_follows_section_1_4_7) {
   // int8 KV with G > 1: 1024; with G == 1: 8192.
   EXPECT_EQ(sched(Builder().kv_dtype(DType::kI8).batch(1).heads(2, 1).head_dim(16).seq(8)).tile, 1024);
   EXPECT_EQ(sched(Builder().kv_dtype(DType::kI8).batch(1).heads(2).head_dim(16).seq(8)).tile, 8192);
-  // B*N2 = 16 is not < 16: no split even for G == 1 and a long KV.
-  EXPECT_EQ(sched(Builder().batch(2).heads(8).head_dim(16).seq(4096)).split_len, 0);
+  // bf16 (the C+V template): B*N2 = 16 is not < 0.4 * 40: no split even for G == 1 and a long KV.
+  EXPECT_EQ(sched(Builder().dtype(DType::kBF16).batch(2).heads(8).head_dim(16).seq(4096)).split_len, 0);
   // Page attention: tiles rounded down to blockSize multiples (8192 -> 8064 for 384); no split
   // while max L <= 1024; splits aligned up to blockSize: 3000 / 5 parts = 600 -> 768 (2 * 384).
   const Builder pa = Builder().batch(1).heads(1).head_dim(16).layout("BNSD").paged(384, true);
   EXPECT_EQ(sched(Builder(pa).lengths({1024})).tile, 8064);
   EXPECT_EQ(sched(Builder(pa).lengths({1024})).split_len, 0);
   EXPECT_EQ(sched(Builder(pa).lengths({3000})).split_len, 768);
+}
+
+// The split rule per template (0.4 of the AIV cores for C+V, 0.5 for all-vector) and per chip
+// (910B3 40 AIV, 910B1 48). Same shape in both templates: B*N2 KV heads, G = 1, one 4096-long row,
+// fp16 everywhere (all-vector) or bf16 (C+V).
+TEST(IncreFlashAttentionV3Emu, split_rule_per_template_and_chip) {
+  const Soc b3 = find_soc("Ascend910B3").value();
+  const Soc b1 = find_soc("Ascend910B1").value();
+  auto shape = [](DType t, int64_t bn, int64_t len) {
+    return Builder().dtype(t).batch(1).heads(bn).head_dim(16).layout("BNSD").seq(len).build().first;
+  };
+  const auto all_vec = [&](int64_t bn, int64_t len) { return shape(DType::kF16, bn, len); };
+  const auto cv = [&](int64_t bn, int64_t len) { return shape(DType::kBF16, bn, len); };
+  EXPECT_EQ(kernel_template(all_vec(16, 4096)), Template::kAllVector);
+  EXPECT_EQ(kernel_template(cv(16, 4096)), Template::kCubeVector);
+  // 40 AIV: all-vector splits while B*N2 < 20, C+V while B*N2 < 16.
+  // B*N2 = 16, all-vector: parts = 40 / 16 = 2, 4096 / 2 = 2048 >= 512: 2 splits of 2048.
+  EXPECT_EQ(schedule(all_vec(16, 4096), b3).parts, 2);
+  EXPECT_EQ(schedule(all_vec(16, 4096), b3).split_len, 2048);
+  // B*N2 = 19: 40 / 19 = 2 parts; B*N2 = 20 is not < 20: one part.
+  EXPECT_EQ(schedule(all_vec(19, 4096), b3).parts, 2);
+  EXPECT_EQ(schedule(all_vec(20, 4096), b3).parts, 1);
+  // C+V: 15 < 16 splits (40 / 15 = 2 parts), 16 does not.
+  EXPECT_EQ(schedule(cv(15, 4096), b3).parts, 2);
+  EXPECT_EQ(schedule(cv(16, 4096), b3).parts, 1);
+  EXPECT_EQ(schedule(cv(16, 4096), b3).split_len, 0);
+  // 48 AIV, C+V: 16 < 19.2 splits into 48 / 16 = 3 parts (4096 / 3 = 1365 >= 512) of
+  // ceil(4096 / 3) = 1366; 19 < 19.2 still splits (48 / 19 = 2 parts of 2048), 20 does not.
+  EXPECT_EQ(schedule(cv(16, 4096), b1).parts, 3);
+  EXPECT_EQ(schedule(cv(16, 4096), b1).split_len, 1366);
+  EXPECT_EQ(schedule(cv(19, 4096), b1).parts, 2);
+  EXPECT_EQ(schedule(cv(20, 4096), b1).parts, 1);
+  // 48 AIV, all-vector: 20 < 24 splits (48 / 20 = 2 parts); 24 does not.
+  EXPECT_EQ(schedule(all_vec(20, 4096), b1).parts, 2);
+  EXPECT_EQ(schedule(all_vec(24, 4096), b1).parts, 1);
+  // B*N2 = 1, L = 24576 = 48 * 512: 48 parts of 512 on 910B1; 40 parts of ceil(24576 / 40) = 615
+  // on 910B3 (39 * 615 = 23985, the last 591).
+  EXPECT_EQ(schedule(all_vec(1, 24576), b1).parts, 48);
+  EXPECT_EQ(schedule(all_vec(1, 24576), b1).split_len, 512);
+  EXPECT_EQ(schedule(all_vec(1, 24576), b3).parts, 40);
+  EXPECT_EQ(schedule(all_vec(1, 24576), b3).split_len, 615);
+}
+
+TEST(IncreFlashAttentionV3Emu, chips_by_soc_name) {
+  EXPECT_EQ(find_soc("Ascend910B2").value().aiv, 48);
+  EXPECT_EQ(find_soc("Ascend910B4").value().aiv, 40);
+  EXPECT_EQ(find_soc("Ascend910B4").value().aic, 20);
+  // Every A3 part (Ascend910_93xx) has 24 AIC and 48 AIV.
+  EXPECT_EQ(find_soc("Ascend910_9392").value().aiv, 48);
+  EXPECT_EQ(find_soc("Ascend910_9381").value().aic, 24);
+  EXPECT_FALSE(find_soc("Ascend910B").has_value());
+  EXPECT_FALSE(find_soc("Ascend310P3").has_value());
+  // Without OPGATE_EMU_SOC (the test environment sets none) the emulator plays a 910B3 and says so.
+  if (std::getenv("OPGATE_EMU_SOC") == nullptr) {
+    EXPECT_EQ(soc().name, "Ascend910B3");
+    EXPECT_EQ(soc().aiv, 40);
+    EXPECT_EQ(make_emu_backend("").value()->probe().value("emulated_soc", ""), "Ascend910B3");
+    // A chip it does not know stops the backend before any case runs.
+    ASSERT_EQ(setenv("OPGATE_EMU_SOC", "Ascend910C9", 1), 0);
+    const auto refused = make_emu_backend("");
+    unsetenv("OPGATE_EMU_SOC");
+    ASSERT_FALSE(refused.has_value());
+    EXPECT_NE(refused.status().message().find("Ascend910C9"), std::string::npos) << refused.status().message();
+  }
+}
+
+// The cube-view template (not modelled): page attention, BNSD, D = 128, G <= 16, innerPrecise 1
+// and B*N2 * ceil(max L / 2048) > 128. One KV head of G = 4 with L = 128 * 2048 + 1 has 129 loops.
+TEST(IncreFlashAttentionV3Emu, cube_view_template_condition) {
+  const int64_t over = 128 * 2048 + 1;
+  auto pa = [](int64_t len) {
+    return Builder().batch(1).heads(4, 1).head_dim(128).layout("BNSD").paged(128, true).lengths({len});
+  };
+  EXPECT_TRUE(runs_cube_view(pa(over).build().first));
+  EXPECT_FALSE(runs_cube_view(pa(over - 1).build().first));  // 128 loops: not > 128
+  EXPECT_FALSE(runs_cube_view(pa(over).inner_precise(0).build().first));
+  EXPECT_FALSE(runs_cube_view(pa(over).head_dim(64).build().first));
+  EXPECT_FALSE(runs_cube_view(pa(over).heads(17, 1).build().first));  // G = 17 > 16
+  EXPECT_FALSE(runs_cube_view(Builder().batch(1).heads(4, 1).head_dim(128).layout("BSH").paged(128, false)
+                                  .lengths({over}).build().first));
+  EXPECT_FALSE(runs_cube_view(Builder().batch(1).heads(4, 1).head_dim(128).layout("BNSD").seq(over).build().first));
+}
+
+// No problem of the generator runs the cube-view template on a device (B*N2 <= 15, L <= 300).
+TEST(IncreFlashAttentionV3Emu, generator_never_needs_the_cube_view_template) {
+  int cube_view = 0;
+  for (uint64_t seed = 0; seed < 2000; ++seed) {
+    RngChooser chooser(seed);
+    const auto pk = incre_flash_attention_v3_testing::ifa_cases::from_json(
+        incre_flash_attention_v3_testing::ifa_cases::generate(chooser));
+    ASSERT_TRUE(pk.has_value()) << pk.status().message();
+    cube_view += runs_cube_view(pk->first) ? 1 : 0;
+  }
+  EXPECT_EQ(cube_view, 0);
+}
+
+// Of the checked-in V3 and V4 cases only the nightly benchmark shape runs the cube-view template on
+// a device (B*N2 = 32, ceil(32768 / 2048) = 16 loops, 512 > 128); its schedule is C+V's (README).
+TEST(IncreFlashAttentionV3Emu, checked_in_cases_needing_the_cube_view_template) {
+  std::string ids;
+  for (const char* op : {"incre_flash_attention_v3", "incre_flash_attention_v4"}) {
+    for (const char* tier : {"smoke", "ci", "regression", "nightly"}) {
+      const std::string path = std::string(OPGATE_SOURCE_DIR) + "/cases/" + op + "/" + tier + ".json";
+      auto cases = load_case_file(path);
+      ASSERT_TRUE(cases.has_value()) << path << ": " << cases.status().message();
+      for (const Case& c : *cases) {
+        const ifa_ref::Params p = op == std::string("incre_flash_attention_v3")
+                             ? incre_flash_attention_v3_testing::ifa_cases::from_json(c.params).value().first
+                             : cases::incre_flash_attention_v4::from_json(c.params).value().first.base;
+        if (runs_cube_view(p)) ids += (ids.empty() ? "" : " ") + c.id;
+      }
+    }
+  }
+  EXPECT_EQ(ids, "ifa.long_kv_paged_decode.f16.001");
 }
 
 TEST(IncreFlashAttentionV3Emu, fp16_output_rounds_half_away) {
@@ -233,6 +350,9 @@ struct Facts {
   bool fully_masked_split_row = false;    // a row masked everywhere and cut into >= 2 splits
   std::set<double> tie_offsets_zero_rows;  // quantOffset2 values with fraction .5 on L = 0 rows
   ifa_ref::QuantMode quant = ifa_ref::QuantMode::kNone;
+  Template kernel = Template::kCubeVector;
+  int64_t parts = 1;                 // flash-decode parts of the schedule
+  bool between_ratios = false;       // 0.4 * 40 <= B*N2 < 0.5 * 40 and the KV is long enough to split
 };
 
 Facts facts_of(const Case& c) {
@@ -254,6 +374,13 @@ Facts facts_of(const Case& c) {
   f.int8_kv = p.kv_dtype == DType::kI8;
   f.float_kv = !f.int8_kv;
   f.quant = p.quant;
+  f.kernel = s.kernel;
+  f.parts = s.parts;
+  const int64_t bn = p.batch * ifa_ref::kv_heads(p);
+  int64_t max_len = 0;
+  for (int64_t l : lengths) max_len = std::max(max_len, l);
+  const bool long_enough = (ifa_ref::group_size(p) == 1 || max_len >= 2048) && !(ifa_ref::is_paged(p) && max_len <= 1024);
+  f.between_ratios = bn >= 16 && bn < 20 && long_enough;
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t len = lengths[static_cast<size_t>(b)];
     if (len == 0) {
@@ -319,6 +446,18 @@ TEST(IncreFlashAttentionV3Tiling, ci_runs_the_flash_decode_combine_on_masked_spl
   EXPECT_NE(cases_with(all, [](const Facts& f) { return f.fully_masked_split_row; }), "");
   // Splits that hold more than one tile: the rescale inside a split, then the combine.
   EXPECT_NE(cases_with(all, [](const Facts& f) { return f.max_splits >= 2 && f.max_tiles_in_split >= 2; }), "");
+}
+
+// Between the two ratios (16 <= B*N2 < 20 on 40 AIV) the all-vector template splits and the C+V
+// template does not (tiling_check.cpp CheckCoreOkFlag): one ci case of each.
+TEST(IncreFlashAttentionV3Tiling, ci_splits_by_each_templates_ratio) {
+  const auto all = ci_facts();
+  EXPECT_NE(cases_with(all, [](const Facts& f) {
+              return f.kernel == Template::kAllVector && f.between_ratios && f.parts >= 2 && f.ragged_split;
+            }), "");
+  EXPECT_NE(cases_with(all, [](const Facts& f) {
+              return f.kernel == Template::kCubeVector && f.between_ratios && f.parts == 1;
+            }), "");
 }
 
 TEST(IncreFlashAttentionV3Tiling, ci_has_int8_output_ties_on_zero_length_rows) {

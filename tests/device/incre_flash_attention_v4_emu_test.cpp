@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "cases/chooser.h"
+#include "cases/registry.h"
 #include "device/emu/incre_flash_attention_v3.h"
 #include "tests/device/incre_flash_attention_v4_testing.h"
 
@@ -73,6 +74,21 @@ TEST(IncreFlashAttentionV4Emu, tiles_and_splits_over_a_shifted_window) {
     const CompareResult c = compare(f.p, r, run_device(f.p, f.in), FillMode::kRealistic);
     EXPECT_TRUE(c.passed) << c.message;
   }
+}
+
+// V4 runs V3's schedule: the ci tier has a window split by the all-vector ratio (B*N2 = 18 splits
+// on 40 AIV under 0.5, not under the C+V template's 0.4).
+TEST(IncreFlashAttentionV4Emu, ci_splits_a_window_by_the_all_vector_ratio) {
+  auto cases = load_case_file(std::string(OPGATE_SOURCE_DIR) + "/cases/incre_flash_attention_v4/ci.json");
+  ASSERT_TRUE(cases.has_value()) << cases.status().message();
+  std::string ids;
+  for (const Case& c : *cases) {
+    const auto p = ifa4_cases::from_json(c.params).value().first.base;
+    const int64_t bn = p.batch * ref::incre_flash_attention_v3::kv_heads(p);
+    const auto s = incre_flash_attention_v3::schedule(p, find_soc("Ascend910B3").value());
+    if (s.kernel == incre_flash_attention_v3::Template::kAllVector && bn >= 16 && bn < 20 && s.parts >= 2) ids += c.id;
+  }
+  EXPECT_NE(ids, "");
 }
 
 struct Exposure {
