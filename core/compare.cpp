@@ -322,8 +322,12 @@ OPGATE_HOT void add_finite(const OutputCheck& check, bool floating, const Elemen
     if (g < ref) ++n_neg;
     // The balance gate looks past the final rounding: errors against the correctly rounded
     // reference, except at ties, where that rounding itself picks a side (also ties reached
-    // through an intermediate rounding, check.ties_via).
-    if (balance && g != er && !on_boundary(T, e, check.rounding) &&
+    // through an intermediate rounding, check.ties_via), and except where the reference allows a
+    // relative error of 100 % or more: there the kernel's value is not a rounding of the reference
+    // (e.g. IFA scores of 4.8e5, whose fp32 ulp moves exp by 3 %, under the convex-hull bound) and
+    // its side says nothing about a truncating site. Which elements count is decided by the
+    // reference alone, so the gate's probability model still holds for the rest.
+    if (balance && g != er && (er == 0 || allowed < std::fabs(er)) && !on_boundary(T, e, check.rounding) &&
         !(check.ties_via && on_boundary(T, round_to(*check.ties_via, e, check.rounding), check.rounding))) {
       const int sign = g > er ? 1 : -1;
       balance->add(i, sign, er == 0 ? 0 : (er > 0 ? sign : -sign));

@@ -146,6 +146,28 @@ TEST(CompareBoundaries, the_balance_gate_counts_representable_references_under_r
   EXPECT_FALSE(r.passed) << r.message;
 }
 
+TEST(CompareBoundaries, the_balance_gate_leaves_out_elements_allowed_a_whole_relative_error) {
+  // As the_balance_gate_counts_representable_references_under_rne, all 16384 devices one ulp
+  // below 1 + k 2^-10, but with an allowance of 4 (more than |er| <= 2): the reference does not
+  // claim the device's value is a rounding of its own, so the side is not counted and the case
+  // passes. With the allowance at 1 (below every |er|) the same errors fail the gate.
+  Tensor e = Tensor::zeros(DType::kF64, {128, 128});
+  Tensor g = Tensor::zeros(DType::kF16, {128, 128});
+  for (int64_t i = 0; i < e.numel(); ++i) {
+    const double v = 1 + static_cast<double>(1 + i % 1000) * 0x1p-10;
+    e.set(i, v);
+    g.set(i, v - 0x1p-10);
+  }
+  const OutputCheck c = fp16_one_rounding_bound();
+  const CompareResult wide = compare_output(c, e, g, Tensor::full(DType::kF64, {128, 128}, 4.0), Tensor());
+  EXPECT_EQ(wide.metrics.balance_neg, 0);
+  EXPECT_TRUE(wide.passed) << wide.message;
+  const CompareResult narrow =
+      compare_output(c, e, g, Tensor::full(DType::kF64, {128, 128}, 0.5), Tensor());
+  EXPECT_EQ(narrow.metrics.balance_neg, 128 * 128);
+  EXPECT_FALSE(narrow.passed) << narrow.message;
+}
+
 TEST(CompareBoundaries, a_tie_reached_through_half_is_a_tie_for_the_balance_gate) {
   // An int8 output quantised through half, both roundings half away from zero (IFA per-channel
   // quantScale2): e = +-(k + 0.5 - 2^-12) for k = 1..100 lies within half an fp16 ulp (>= 2^-11
