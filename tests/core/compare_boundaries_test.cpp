@@ -5,6 +5,8 @@
 // gate counts (tools/mutate.py --comparator found each of these unpinned).
 #include <cmath>
 
+#include <utility>
+
 #include <gtest/gtest.h>
 
 #include "core/compare.h"
@@ -128,10 +130,8 @@ TEST(CompareBoundaries, a_one_rounding_bound_measures_the_error_against_the_refe
   EXPECT_EQ(r.metrics.max_abs, u);
 }
 
-TEST(CompareBoundaries, the_balance_gate_counts_representable_references_under_rne) {
-  // 128 x 128 fp16 references exactly representable (1 + k 2^-10), each device value one ulp below:
-  // inside every element's bound (acc = 2^-10), but all 16384 errors go down. An exactly
-  // representable reference is no tie under RNE, so every element counts and the gate fails.
+// 128 x 128 fp16 references exactly representable (1 + k 2^-10) and devices one ulp below each.
+std::pair<Tensor, Tensor> one_ulp_below_representable() {
   Tensor e = Tensor::zeros(DType::kF64, {128, 128});
   Tensor g = Tensor::zeros(DType::kF16, {128, 128});
   for (int64_t i = 0; i < e.numel(); ++i) {
@@ -139,6 +139,14 @@ TEST(CompareBoundaries, the_balance_gate_counts_representable_references_under_r
     e.set(i, v);
     g.set(i, v - 0x1p-10);
   }
+  return {e, g};
+}
+
+TEST(CompareBoundaries, the_balance_gate_counts_representable_references_under_rne) {
+  // 128 x 128 fp16 references exactly representable (1 + k 2^-10), each device value one ulp below:
+  // inside every element's bound (acc = 2^-10), but all 16384 errors go down. An exactly
+  // representable reference is no tie under RNE, so every element counts and the gate fails.
+  const auto [e, g] = one_ulp_below_representable();
   const CompareResult r =
       compare_output(fp16_one_rounding_bound(), e, g, Tensor::full(DType::kF64, {128, 128}, 0x1p-10), Tensor());
   EXPECT_EQ(r.metrics.mismatches, 0);
@@ -151,13 +159,7 @@ TEST(CompareBoundaries, the_balance_gate_leaves_out_elements_allowed_a_whole_rel
   // below 1 + k 2^-10, but with an allowance of 4 (more than |er| <= 2): the reference does not
   // claim the device's value is a rounding of its own, so the side is not counted and the case
   // passes. With the allowance at 1 (below every |er|) the same errors fail the gate.
-  Tensor e = Tensor::zeros(DType::kF64, {128, 128});
-  Tensor g = Tensor::zeros(DType::kF16, {128, 128});
-  for (int64_t i = 0; i < e.numel(); ++i) {
-    const double v = 1 + static_cast<double>(1 + i % 1000) * 0x1p-10;
-    e.set(i, v);
-    g.set(i, v - 0x1p-10);
-  }
+  const auto [e, g] = one_ulp_below_representable();
   const OutputCheck c = fp16_one_rounding_bound();
   const CompareResult wide = compare_output(c, e, g, Tensor::full(DType::kF64, {128, 128}, 4.0), Tensor());
   EXPECT_EQ(wide.metrics.balance_neg, 0);
