@@ -147,6 +147,58 @@ std::vector<double>& scratch(int which, size_t size) {
   return b;
 }
 
+// The bound of mm1's fp32 accumulation of one hidden value, from cs >= sum_k |x W1| + |b1|:
+// |x|_2 |W1 column|_2 + |b1| (Cauchy-Schwarz). Past kF32SafeMagnitude some order of mm1's fp32
+// partial sums may overflow: no bound.
+double mm1_bound(double cs, const ExactSum& mm1_exact, double mm1_coefficient) {
+  return cs >= math::kF32SafeMagnitude ? std::numeric_limits<double>::infinity()
+         : mm1_exact(cs)                ? 0.0
+                                        : mm1_coefficient * cs;
+}
+
+// hidden_float's high-performance branch for fastgelu / silu over one row (ai: x W1 on entry, the
+// hidden values on return; wi: their bounds), a row at a time through the lanes: h + b1 rounded to
+// fp16, the values the table pins looked up, the others' activation bounds computed together.
+// Returns whether every hidden value is exact.
+bool hidden_row_lanes(const Data& d, const double* b1, const double* w1n, double xn, const ExactSum& mm1_exact,
+                      double mm1_coefficient, double* ai, double* wi) {
+  const int64_t n = d.n;
+  static thread_local std::vector<double> hv, ev;
+  static thread_local std::vector<int64_t> pending;
+  static thread_local std::vector<Tracked> bounds;
+  hv.resize(static_cast<size_t>(n));
+  ev.resize(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    hv[static_cast<size_t>(j)] = ai[j] + b1[j];
+    ev[static_cast<size_t>(j)] = mm1_bound(xn * w1n[j] + std::fabs(b1[j]), mm1_exact, mm1_coefficient);
+  }
+  round_exact_f16(hv.data(), ev.data(), n, hv.data(), ev.data());
+  bool exact = true;
+  pending.clear();
+  for (int64_t j = 0; j < n; ++j) {
+    const auto u = static_cast<size_t>(j);
+    if (ev[u] == 0 && !d.half_act.empty()) {
+      const Tracked act = d.half_act[f16_bits_of_exact(hv[u])];
+      ai[j] = act.v;
+      wi[j] = act.e;
+      exact = exact && act.e == 0;
+      continue;
+    }
+    // Packed to the front (pending.size() <= j): the bounds take them in order.
+    hv[pending.size()] = hv[u];
+    ev[pending.size()] = ev[u];
+    pending.push_back(j);
+  }
+  bounds.resize(pending.size());
+  activation_bounds(d.act, hv.data(), ev.data(), static_cast<int64_t>(pending.size()), bounds.data());
+  for (size_t q = 0; q < pending.size(); ++q) {
+    ai[pending[q]] = bounds[q].v;
+    wi[pending[q]] = bounds[q].e;
+    exact = exact && bounds[q].e == 0;
+  }
+  return exact;
+}
+
 // fp paths. Budget of y[r, m] = sum_n |W2[n, m]| (e_a[n] + kappa (|a[n]| + e_a[n])) + kappa |b2[m]|
 // with e_a the hidden bound and kappa the fp32 accumulation bound of mm2 (0 when exact).
 void run_float_task(const Data& d, const Task& t) {
@@ -164,61 +216,22 @@ void run_float_task(const Data& d, const Task& t) {
   // accumulation_bound(k, cs) = nu / (1 - nu) * cs, the same two operations in the same order.
   const double mm1_coefficient = accumulation_bound(k, 1.0);
   const double kap_inexact = accumulation_bound(n, 1.0);
-  const bool four_lanes = d.path == Path::kF16HighPerformance && lanes_handle(d.act);
+  // High performance, fastgelu / silu: the hidden values a row at a time through the lanes.
+  const bool lanes = d.path == Path::kF16HighPerformance && lanes_handle(d.act);
   for (int64_t i = 0; i < t.rows; ++i) {
     bool exact = true;
     const double xn = d.x_norm[static_cast<size_t>(t.row0 + i)];
     double* ai = a + i * n;
     double* wi = weight + i * n;
-    // High performance, fastgelu / silu: the hidden values the table does not pin wait in groups
-    // of four for activation_bound4 (the same bounds, four chains side by side).
-    int64_t pending[4];
-    double ph[4], pe[4];
-    int np = 0;
-    const auto flush = [&](int count) {
-      Tracked out[4];
-      bool scalar[4] = {true, true, true, true};
-      if (count == 4) activation_bound4(d.act, ph, pe, out, scalar);
-      for (int l = 0; l < count; ++l) {
-        const Tracked act = scalar[l] ? activation_bound(d.act, ph[l], pe[l], DType::kF16) : out[l];
-        ai[pending[l]] = act.v;
-        wi[pending[l]] = act.e;
-        exact = exact && act.e == 0;
-      }
-    };
-    for (int64_t j = 0; j < n; ++j) {
+    if (lanes) exact = hidden_row_lanes(d, b1, w1n, xn, mm1_exact, mm1_coefficient, ai, wi);
+    for (int64_t j = 0; !lanes && j < n; ++j) {
       const double h = ai[j] + b1[j];
-      // sum_k |x W1| <= |x|_2 |W1 column|_2 (Cauchy-Schwarz) bounds the mm1 accumulation.
-      const double cs = xn * w1n[j] + std::fabs(b1[j]);
-      // Past kF32SafeMagnitude some order of mm1's fp32 partial sums may overflow: no bound.
-      const double e_acc = cs >= math::kF32SafeMagnitude ? std::numeric_limits<double>::infinity()
-                           : mm1_exact(cs)                ? 0.0
-                                                          : mm1_coefficient * cs;
-      if (four_lanes) {
-        // hidden_float's high-performance branch, the activation deferred.
-        const Tracked h16 = round_exact({h, e_acc}, DType::kF16, Rounding::kNearestEven);
-        if (h16.e == 0 && !d.half_act.empty()) {
-          const Tracked act = d.half_act[f16_bits_of_exact(h16.v)];
-          ai[j] = act.v;
-          wi[j] = act.e;
-          exact = exact && act.e == 0;
-          continue;
-        }
-        pending[np] = j;
-        ph[np] = h16.v;
-        pe[np] = h16.e;
-        if (++np == 4) {
-          flush(4);
-          np = 0;
-        }
-        continue;
-      }
+      const double e_acc = mm1_bound(xn * w1n[j] + std::fabs(b1[j]), mm1_exact, mm1_coefficient);
       const Tracked act = hidden_float(d, h, e_acc);
       ai[j] = act.v;
       wi[j] = act.e;
       exact = exact && act.e == 0;
     }
-    flush(np);
     // mm2's fp32 partial sums stay finite in any order while sum_n |a W2| + |b2| < kF32SafeMagnitude
     // (bounded by sum |a| * max |W2| + max |b2|); past it the row is beyond the kernel's range.
     double row_abs = 0;

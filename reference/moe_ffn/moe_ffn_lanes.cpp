@@ -6,6 +6,7 @@
 // both changes nothing). Integer lane compares are avoided (compares are done in double).
 #include "reference/moe_ffn/moe_ffn_lanes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -104,48 +105,109 @@ OPGATE_INLINE T2 round_bound(T2 x, double ulps) {
   return {x.v, e};
 }
 
+// The fp16 coefficient of the gate's exponent, as sigmoid_gate's Eval::constant / fastgelu_coefficient
+// round it.
+double gate_coefficient(Activation act) {
+  return math::round_fast(DType::kF16, act == Activation::kFastGelu ? -1.702 : -1.0);
+}
+
+// Values per chunk: 16 pairs, whose chains the core overlaps between the C library calls.
+constexpr int64_t kChunk = 32;
+
+// A chunk of at most kChunk values padded with zeros (ordinary lanes whose results are dropped).
+struct Chunk {
+  alignas(16) double h[kChunk], e[kChunk];
+  int64_t count;
+  Chunk(const double* hs, const double* es, int64_t first, int64_t total) : count(std::min(kChunk, total - first)) {
+    for (int64_t j = 0; j < kChunk; ++j) {
+      h[j] = j < count ? hs[first + j] : 0.0;
+      e[j] = j < count ? es[first + j] : 0.0;
+    }
+  }
+};
+
 }  // namespace
 
 bool lanes_handle(Activation act) { return act == Activation::kFastGelu || act == Activation::kSilu; }
 
-OPGATE_INLINE void activation_bound2(Activation act, const double* h_in, const double* e_in, Tracked* out, bool* scalar) {
-  const D2 h = vec::load<D2>(h_in);
-  const D2 e_h = vec::load<D2>(e_in);
-  // sigmoid_gate: the coefficient as Eval::constant / fastgelu_coefficient round it.
-  const double c = math::round_fast(DType::kF16, act == Activation::kFastGelu ? -1.702 : -1.0);
-  // Eval::mul(x, {c, 0}): error |x.v| * 0 + |c| * x.e + x.e * 0, in that order.
-  const T2 t = round_exact({h * c, vabs(h) * 0.0 + std::fabs(c) * e_h + e_h * 0.0});
-  // Lanes for the scalar code: unusual inputs, and the exp overflow guard (exp_safe = 11).
-  const L2 ordinary = finite(h) & finite(e_h) & (vabs(h) + e_h < 32768.0) & finite(t.e) & (t.v + t.e < 11.0);
-  // Eval::exp(t) = round_bound({exp(v), exp(v) * expm1(e)}, 2 ulps), the C library per lane.
-  D2 ex, em1;
-  double ref[2];
-  for (int i = 0; i < 2; ++i) {
-    ex[i] = std::exp(t.v[i]);
-    em1[i] = std::expm1(t.e[i]);
-    ref[i] = activate(act, h_in[i]);
+int64_t round_exact_f16(const double* h, const double* e_h, int64_t count, double* v, double* e) {
+  int64_t scalar = 0;
+  for (int64_t first = 0; first < count; first += kChunk) {
+    const Chunk c(h, e_h, first, count);
+    for (int64_t j = 0; j < c.count; j += 2) {
+      const T2 x{vec::load<D2>(c.h + j), vec::load<D2>(c.e + j)};
+      const L2 ordinary = finite(x.v) & finite(x.e) & (vabs(x.v) + x.e < 32768.0);
+      const T2 r = round_exact(x);
+      for (int l = 0; l < 2 && j + l < c.count; ++l) {
+        const int64_t at = first + j + l;
+        if (ordinary[l] != 0) {
+          v[at] = r.v[l];
+          e[at] = r.e[l];
+          continue;
+        }
+        const Tracked s = moe_ffn::round_exact({c.h[j + l], c.e[j + l]}, DType::kF16, Rounding::kNearestEven);
+        v[at] = s.v;
+        e[at] = s.e;
+        ++scalar;
+      }
+    }
   }
-  const T2 exp_t = round_bound({ex, ex * em1}, 2.0);
-  // Eval::add(exp_t, one) = round_exact({v + 1, e + 0}).
-  const T2 d = round_exact({exp_t.v + 1.0, exp_t.e + 0.0});
-  // Eval::div(x, d): d.v - d.e > 0 here unless the bound is useless (then inf, as the scalar code).
-  const D2 q = h / d.v;
-  T2 dev = round_bound({q, (e_h + vabs(q) * d.e) / (d.v - d.e)}, 1.0);
-  dev.e = select(d.v - d.e > 0, dev.e, splat(kInf));
-  // activation_bound: the tracked bound, or the fallback max(|ref|, |h - ref|) + e_h.
-  const D2 r = vec::load<D2>(ref);
-  const D2 fallback = vmax(vabs(r), vabs(h - r)) + e_h;
-  const D2 tracked = vabs(dev.v - r) + dev.e;
-  const D2 bound = select(finite(tracked) & (tracked < fallback), tracked, fallback);
-  for (int i = 0; i < 2; ++i) {
-    out[i] = {ref[i], bound[i]};
-    scalar[i] = ordinary[i] == 0;
-  }
+  return scalar;
 }
 
-void activation_bound4(Activation act, const double* h, const double* e, Tracked* out, bool* scalar) {
-  activation_bound2(act, h, e, out, scalar);
-  activation_bound2(act, h + 2, e + 2, out + 2, scalar + 2);
+int64_t activation_bounds(Activation act, const double* h_in, const double* e_in, int64_t count, Tracked* out) {
+  // sigmoid_gate: t = Eval::mul(x, {c, 0}), exp(t) + 1, x / that (moe_ffn_bound.cpp).
+  const double c = gate_coefficient(act);
+  int64_t scalar = 0;
+  for (int64_t first = 0; first < count; first += kChunk) {
+    const Chunk in(h_in, e_in, first, count);
+    alignas(16) double tv[kChunk], te[kChunk], ex[kChunk], em1[kChunk], ref[kChunk];
+    int64_t ordinary[kChunk];
+    for (int64_t j = 0; j < kChunk; j += 2) {
+      const D2 h = vec::load<D2>(in.h + j);
+      const D2 e_h = vec::load<D2>(in.e + j);
+      // Eval::mul(x, {c, 0}): error |x.v| * 0 + |c| * x.e + x.e * 0, in that order.
+      const T2 t = round_exact({h * c, vabs(h) * 0.0 + std::fabs(c) * e_h + e_h * 0.0});
+      // Lanes for the scalar code: unusual inputs, and the exp overflow guard (exp_safe = 11).
+      const L2 usual = finite(h) & finite(e_h) & (vabs(h) + e_h < 32768.0) & finite(t.e) & (t.v + t.e < 11.0);
+      vec::store(tv + j, t.v);
+      vec::store(te + j, t.e);
+      vec::store(ordinary + j, usual);
+    }
+    // Eval::exp(t) = round_bound({exp(v), exp(v) * expm1(e)}, 2 ulps): the C library per lane.
+    for (int64_t j = 0; j < kChunk; ++j) {
+      ex[j] = std::exp(tv[j]);
+      em1[j] = std::expm1(te[j]);
+      ref[j] = activate(act, in.h[j]);
+    }
+    for (int64_t j = 0; j < in.count; j += 2) {
+      const D2 h = vec::load<D2>(in.h + j);
+      const D2 e_h = vec::load<D2>(in.e + j);
+      const D2 exv = vec::load<D2>(ex + j);
+      const T2 exp_t = round_bound({exv, exv * vec::load<D2>(em1 + j)}, 2.0);
+      // Eval::add(exp_t, one) = round_exact({v + 1, e + 0}).
+      const T2 d = round_exact({exp_t.v + 1.0, exp_t.e + 0.0});
+      // Eval::div(x, d): d.v - d.e > 0 here unless the bound is useless (then inf, as the scalar code).
+      const D2 q = h / d.v;
+      T2 dev = round_bound({q, (e_h + vabs(q) * d.e) / (d.v - d.e)}, 1.0);
+      dev.e = select(d.v - d.e > 0, dev.e, splat(kInf));
+      // activation_bound: the tracked bound, or the fallback max(|ref|, |h - ref|) + e_h.
+      const D2 r = vec::load<D2>(ref + j);
+      const D2 fallback = vmax(vabs(r), vabs(h - r)) + e_h;
+      const D2 tracked = vabs(dev.v - r) + dev.e;
+      const D2 bound = select(finite(tracked) & (tracked < fallback), tracked, fallback);
+      for (int l = 0; l < 2 && j + l < in.count; ++l) {
+        Tracked& o = out[first + j + l];
+        if (ordinary[j + l] != 0) {
+          o = {ref[j + l], bound[l]};
+          continue;
+        }
+        o = activation_bound(act, in.h[j + l], in.e[j + l], DType::kF16);
+        ++scalar;
+      }
+    }
+  }
+  return scalar;
 }
 
 }  // namespace opgate::ref::moe_ffn

@@ -556,13 +556,15 @@ uint64_t bits_of(double v) {
   return b;
 }
 
-// activation_bound4 against activation_bound(act, h, e, kF16), lane by lane, bit for bit: hidden
+// activation_bounds and round_exact_f16 against activation_bound(act, h, e, kF16) and
+// round_exact({h, e}, kF16, RNE), value by value, bit for bit: hidden
 // values over many binades and both signs, fp16 values and their rounding midpoints (the pinned
 // and the undetermined roundings), zeros of both signs, double subnormals, values near the exp
 // overflow guard and near fp16 overflow, with bounds of 0, a fraction of an fp16 ulp, several ulps
-// and huge, infinite or NaN bounds. Lanes it leaves to the scalar code are allowed, but must be few
-// for ordinary values (else the test would prove nothing).
-TEST(MoeFFNReference, four_lane_activation_bounds_equal_the_scalar_ones) {
+// and huge, infinite or NaN bounds, in calls of every length from 1 to 67 (chunk tails and odd
+// pairs). Values left to the scalar code are allowed, but must be few for ordinary values (else
+// the test would prove nothing about the lanes).
+TEST(MoeFFNReference, lane_activation_bounds_and_roundings_equal_the_scalar_ones) {
   std::mt19937_64 rng(77);
   std::vector<double> hs, es;
   const double inf = std::numeric_limits<double>::infinity();
@@ -597,28 +599,47 @@ TEST(MoeFFNReference, four_lane_activation_bounds_equal_the_scalar_ones) {
     hs.push_back(h);
     es.push_back(e);
   }
+  int64_t ordinary = 0;
+  for (size_t i = 0; i < hs.size(); ++i) ordinary += std::isfinite(es[i]) && std::fabs(hs[i]) < 4 && es[i] < 1;
+  const auto same = [](Tracked a, Tracked b) { return bits_of(a.v) == bits_of(b.v) && bits_of(a.e) == bits_of(b.e); };
+  // Calls over [first, first + len) with len cycling through 1..67.
+  const auto each_call = [&](const auto& call) {
+    for (size_t first = 0, len = 1; first < hs.size(); first += len, len = len % 67 + 1) {
+      call(first, std::min(len, hs.size() - first));
+    }
+  };
+  int64_t scalar = 0, bad = 0;
+  each_call([&](size_t first, size_t len) {
+    std::vector<double> v(len), e(len);
+    scalar += round_exact_f16(hs.data() + first, es.data() + first, static_cast<int64_t>(len), v.data(), e.data());
+    for (size_t l = 0; l < len; ++l) {
+      const Tracked want = round_exact({hs[first + l], es[first + l]}, DType::kF16, Rounding::kNearestEven);
+      if (!same(want, {v[l], e[l]}) && ++bad <= 5) {
+        ADD_FAILURE() << "round h " << std::hexfloat << hs[first + l] << " e " << es[first + l] << ": " << want.v
+                      << " " << want.e << " vs " << v[l] << " " << e[l];
+      }
+    }
+  });
+  EXPECT_EQ(bad, 0) << "round_exact_f16";
+  EXPECT_LT(scalar, static_cast<int64_t>(hs.size()) - ordinary * 9 / 10) << "round_exact_f16: too many scalar values";
   for (Activation act : {Activation::kFastGelu, Activation::kSilu}) {
     ASSERT_TRUE(lanes_handle(act));
-    int64_t vector_lanes = 0, ordinary = 0, bad = 0;
-    for (size_t i = 0; i + 4 <= hs.size(); i += 4) {
-      Tracked out[4];
-      bool scalar[4];
-      activation_bound4(act, hs.data() + i, es.data() + i, out, scalar);
-      for (int l = 0; l < 4; ++l) {
-        const double h = hs[i + l], e = es[i + l];
-        const bool usual = std::isfinite(e) && std::fabs(h) < 4 && e < 1;
-        ordinary += usual;
-        if (scalar[l]) continue;
-        vector_lanes += usual;
+    scalar = bad = 0;
+    each_call([&](size_t first, size_t len) {
+      std::vector<Tracked> out(len);
+      scalar += activation_bounds(act, hs.data() + first, es.data() + first, static_cast<int64_t>(len), out.data());
+      for (size_t l = 0; l < len; ++l) {
+        const double h = hs[first + l], e = es[first + l];
         const Tracked want = activation_bound(act, h, e, DType::kF16);
-        if ((bits_of(want.v) != bits_of(out[l].v) || bits_of(want.e) != bits_of(out[l].e)) && ++bad <= 5) {
+        if (!same(want, out[l]) && ++bad <= 5) {
           ADD_FAILURE() << activation_name(act) << " h " << std::hexfloat << h << " e " << e << ": " << want.v << " "
                         << want.e << " vs " << out[l].v << " " << out[l].e;
         }
       }
-    }
+    });
     EXPECT_EQ(bad, 0) << activation_name(act);
-    EXPECT_GT(vector_lanes, ordinary * 9 / 10) << activation_name(act) << ": too many lanes left to the scalar code";
+    EXPECT_LT(scalar, static_cast<int64_t>(hs.size()) - ordinary * 9 / 10)
+        << activation_name(act) << ": too many values left to the scalar code";
   }
   EXPECT_FALSE(lanes_handle(Activation::kGelu));
   EXPECT_FALSE(lanes_handle(Activation::kRelu));
