@@ -52,12 +52,14 @@ function(opgate_generate_op_list path)
 endfunction()
 
 # The reference's helper sources: the shared maths in reference/math/ (every operator may use them)
-# and every .cpp under reference/<stem>/ for each stem in OPGATE_OPS (an operator's own helpers;
-# those of an operator not in the list are not built).
+# and every .cpp under reference/<stem>/ and reference/<stem>/<OPGATE_ARCH>/ (its ISA kernels) for
+# each stem in OPGATE_OPS (an operator's own helpers; those of an operator not in the list are not
+# built).
 function(opgate_reference_helper_sources out_var)
   file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/reference/math/*.cpp)
   foreach(op IN LISTS OPGATE_OPS)
-    file(GLOB _own CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/reference/${op}/*.cpp)
+    file(GLOB _own CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/reference/${op}/*.cpp
+         ${CMAKE_SOURCE_DIR}/reference/${op}/${OPGATE_ARCH}/*.cpp)
     list(APPEND _srcs ${_own})
   endforeach()
   set(${out_var} ${_srcs} PARENT_SCOPE)

@@ -17,7 +17,9 @@
 #include "cases/moe_ffn.h"
 #include "core/parallel.h"
 #include "reference/moe_ffn/moe_ffn_bound.h"
+#include "reference/math/shared_simd.h"
 #include "reference/moe_ffn/moe_ffn_lanes.h"
+#include "reference/moe_ffn/moe_ffn_lanes_paths.h"
 #include "tests/reference/moe_ffn_testing.h"
 
 namespace opgate::ref::moe_ffn {
@@ -556,8 +558,9 @@ uint64_t bits_of(double v) {
   return b;
 }
 
-// activation_bounds and round_exact_f16 against activation_bound(act, h, e, kF16) and
-// round_exact({h, e}, kF16, RNE), value by value, bit for bit: hidden
+// activation_bounds and round_exact_f16 on every lane path of the architecture against
+// activation_bound(act, h, e, kF16) and round_exact({h, e}, kF16, RNE), value by value, bit for
+// bit: hidden
 // values over many binades and both signs, fp16 values and their rounding midpoints (the pinned
 // and the undetermined roundings), zeros of both signs, double subnormals, values near the exp
 // overflow guard and near fp16 overflow, with bounds of 0, a fraction of an fp16 ulp, several ulps
@@ -608,39 +611,50 @@ TEST(MoeFFNReference, lane_activation_bounds_and_roundings_equal_the_scalar_ones
       call(first, std::min(len, hs.size() - first));
     }
   };
-  int64_t scalar = 0, bad = 0;
-  each_call([&](size_t first, size_t len) {
-    std::vector<double> v(len), e(len);
-    scalar += round_exact_f16(hs.data() + first, es.data() + first, static_cast<int64_t>(len), v.data(), e.data());
-    for (size_t l = 0; l < len; ++l) {
-      const Tracked want = round_exact({hs[first + l], es[first + l]}, DType::kF16, Rounding::kNearestEven);
-      if (!same(want, {v[l], e[l]}) && ++bad <= 5) {
-        ADD_FAILURE() << "round h " << std::hexfloat << hs[first + l] << " e " << es[first + l] << ": " << want.v
-                      << " " << want.e << " vs " << v[l] << " " << e[l];
-      }
-    }
-  });
-  EXPECT_EQ(bad, 0) << "round_exact_f16";
-  EXPECT_LT(scalar, static_cast<int64_t>(hs.size()) - ordinary * 9 / 10) << "round_exact_f16: too many scalar values";
-  for (Activation act : {Activation::kFastGelu, Activation::kSilu}) {
-    ASSERT_TRUE(lanes_handle(act));
-    scalar = bad = 0;
+  // Every vector path this CPU runs has its row (the narrowest, sse2 or neon, also serves "scalar").
+  std::vector<Isa> vector_paths = supported_isas();
+  vector_paths.erase(vector_paths.begin());
+  EXPECT_EQ(lane_isas(), vector_paths);
+  const Isa isa_before = math::isa();
+  for (Isa path : lane_isas()) {
+    math::set_isa(path);
+    const std::string name = isa_name(path);
+    int64_t scalar = 0, bad = 0;
     each_call([&](size_t first, size_t len) {
-      std::vector<Tracked> out(len);
-      scalar += activation_bounds(act, hs.data() + first, es.data() + first, static_cast<int64_t>(len), out.data());
+      std::vector<double> v(len), e(len);
+      scalar += round_exact_f16(hs.data() + first, es.data() + first, static_cast<int64_t>(len), v.data(), e.data());
       for (size_t l = 0; l < len; ++l) {
-        const double h = hs[first + l], e = es[first + l];
-        const Tracked want = activation_bound(act, h, e, DType::kF16);
-        if (!same(want, out[l]) && ++bad <= 5) {
-          ADD_FAILURE() << activation_name(act) << " h " << std::hexfloat << h << " e " << e << ": " << want.v << " "
-                        << want.e << " vs " << out[l].v << " " << out[l].e;
+        const Tracked want = round_exact({hs[first + l], es[first + l]}, DType::kF16, Rounding::kNearestEven);
+        if (!same(want, {v[l], e[l]}) && ++bad <= 5) {
+          ADD_FAILURE() << name << " round h " << std::hexfloat << hs[first + l] << " e " << es[first + l] << ": "
+                        << want.v << " " << want.e << " vs " << v[l] << " " << e[l];
         }
       }
     });
-    EXPECT_EQ(bad, 0) << activation_name(act);
+    EXPECT_EQ(bad, 0) << name << " round_exact_f16";
     EXPECT_LT(scalar, static_cast<int64_t>(hs.size()) - ordinary * 9 / 10)
-        << activation_name(act) << ": too many values left to the scalar code";
+        << name << " round_exact_f16: too many scalar values";
+    for (Activation act : {Activation::kFastGelu, Activation::kSilu}) {
+      EXPECT_TRUE(lanes_handle(act));
+      scalar = bad = 0;
+      each_call([&](size_t first, size_t len) {
+        std::vector<Tracked> out(len);
+        scalar += activation_bounds(act, hs.data() + first, es.data() + first, static_cast<int64_t>(len), out.data());
+        for (size_t l = 0; l < len; ++l) {
+          const double h = hs[first + l], e = es[first + l];
+          const Tracked want = activation_bound(act, h, e, DType::kF16);
+          if (!same(want, out[l]) && ++bad <= 5) {
+            ADD_FAILURE() << name << " " << activation_name(act) << " h " << std::hexfloat << h << " e " << e << ": "
+                          << want.v << " " << want.e << " vs " << out[l].v << " " << out[l].e;
+          }
+        }
+      });
+      EXPECT_EQ(bad, 0) << name << " " << activation_name(act);
+      EXPECT_LT(scalar, static_cast<int64_t>(hs.size()) - ordinary * 9 / 10)
+          << name << " " << activation_name(act) << ": too many values left to the scalar code";
+    }
   }
+  math::set_isa(isa_before);
   EXPECT_FALSE(lanes_handle(Activation::kGelu));
   EXPECT_FALSE(lanes_handle(Activation::kRelu));
 }
