@@ -1,7 +1,7 @@
 // The lanes of moe_ffn_lanes.h, included only by the ISA files (reference/moe_ffn/<arch>/
 // moe_ffn_lanes_<isa>.cpp), each of which defines OPGATE_LANES_BYTES (its vector width: 16 for
-// SSE2 and NEON, 32 for AVX2, 64 for AVX-512) and OPGATE_LANES_TARGET (its target attribute,
-// empty for a baseline ISA) first, then names its table with OPGATE_LANES_PATH. Each helper is the
+// SSE2 and NEON, 32 for AVX2, 64 for AVX-512) and OPGATE_LANES_TARGET (the target attribute of its
+// entry points, empty for a baseline ISA) first, then names its table with OPGATE_LANES_PATH. Each helper is the
 // lane-wise copy of its scalar namesake; a select picks, per lane, the value the scalar code's
 // branch would have returned (both sides are pure, so computing both changes nothing). Integer
 // lane compares are avoided (compares are done in double). Everything has internal linkage or is
@@ -21,8 +21,6 @@
 // The vectors pass by value only between always-inlined functions of one ISA file.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-#define OPGATE_LANES_INLINE OPGATE_LANES_TARGET OPGATE_INLINE
-
 namespace opgate::ref::moe_ffn {
 namespace {
 
@@ -38,30 +36,30 @@ constexpr double kTwo52 = 4503599627370496.0;
 constexpr int kEmin = -14, kMant = 10;
 constexpr double kMax = 65504.0;
 
-OPGATE_LANES_INLINE L bits(D v) { return reinterpret_cast<L>(v); }
-OPGATE_LANES_INLINE D from_bits(L b) { return reinterpret_cast<D>(b); }
-OPGATE_LANES_INLINE D splat(double a) { return D{} + a; }
-OPGATE_LANES_INLINE D select(L m, D a, D b) { return from_bits((bits(a) & m) | (bits(b) & ~m)); }
-OPGATE_LANES_INLINE D vabs(D v) { return from_bits(bits(v) & kAbs); }
-OPGATE_LANES_INLINE D copysign(D mag, D sign) { return from_bits((bits(mag) & kAbs) | (bits(sign) & kSign)); }
-OPGATE_LANES_INLINE L finite(D v) { return vabs(v) < kInf; }  // (false for NaN)
+OPGATE_INLINE L bits(D v) { return reinterpret_cast<L>(v); }
+OPGATE_INLINE D from_bits(L b) { return reinterpret_cast<D>(b); }
+OPGATE_INLINE D splat(double a) { return D{} + a; }
+OPGATE_INLINE D select(L m, D a, D b) { return from_bits((bits(a) & m) | (bits(b) & ~m)); }
+OPGATE_INLINE D vabs(D v) { return from_bits(bits(v) & kAbs); }
+OPGATE_INLINE D copysign(D mag, D sign) { return from_bits((bits(mag) & kAbs) | (bits(sign) & kSign)); }
+OPGATE_INLINE L finite(D v) { return vabs(v) < kInf; }  // (false for NaN)
 // std::min(a, b) = b < a ? b : a and std::max(a, b) = a < b ? b : a, lane by lane.
-OPGATE_LANES_INLINE D vmin(D a, D b) { return select(b < a, b, a); }
-OPGATE_LANES_INLINE D vmax(D a, D b) { return select(a < b, b, a); }
+OPGATE_INLINE D vmin(D a, D b) { return select(b < a, b, a); }
+OPGATE_INLINE D vmax(D a, D b) { return select(a < b, b, a); }
 // 2^k for k in double's normal range.
-OPGATE_LANES_INLINE D pow2(L k) { return from_bits((k + 1023) << 52); }
+OPGATE_INLINE D pow2(L k) { return from_bits((k + 1023) << 52); }
 // floor(log2 |v|) of a normal double, -1023 for zeros and subnormals (round_detail::exponent_of).
-OPGATE_LANES_INLINE L exponent_of(D v) {
+OPGATE_INLINE L exponent_of(D v) {
   const L biased = (bits(v) >> 52) & 0x7FF;
   return biased - 1023;  // biased 0 gives -1023
 }
-OPGATE_LANES_INLINE L lselect(L m, L a, L b) { return (a & m) | (b & ~m); }
+OPGATE_INLINE L lselect(L m, L a, L b) { return (a & m) | (b & ~m); }
 // max(floor(log2 |v|), kEmin) - kMant, the exponent of v's fp16 quantum: kEmin below 2^kEmin
 // (zeros and double subnormals included), compared in double (no 64-bit integer compares).
-OPGATE_LANES_INLINE L quantum_exponent(D v) { return lselect(vabs(v) < 0x1p-14, L{} + kEmin, exponent_of(v)) - kMant; }
+OPGATE_INLINE L quantum_exponent(D v) { return lselect(vabs(v) < 0x1p-14, L{} + kEmin, exponent_of(v)) - kMant; }
 
 // round_detail::round_integer for |s| < 2^52.
-OPGATE_LANES_INLINE D round_integer(D s, Rounding r) {
+OPGATE_INLINE D round_integer(D s, Rounding r) {
   const D a = vabs(s);
   D n = (a + kTwo52) - kTwo52;
   if (r == Rounding::kHalfAway) n = select(a - n == 0.5, n + 1.0, n);
@@ -71,7 +69,7 @@ OPGATE_LANES_INLINE D round_integer(D s, Rounding r) {
 // math::round_fast(kF16, v, r), r to nearest (even or away), for finite v. A zero or double
 // subnormal v (exponent -1023) scales to below 1/2 and rounds to copysign(0, v), as the scalar
 // code returns directly.
-OPGATE_LANES_INLINE D round_fast(D v, Rounding r) {
+OPGATE_INLINE D round_fast(D v, Rounding r) {
   const L q_exp = quantum_exponent(v);
   const D n = round_integer(v * pow2(-q_exp), r);
   const D out = n * pow2(q_exp);
@@ -79,7 +77,7 @@ OPGATE_LANES_INLINE D round_fast(D v, Rounding r) {
 }
 
 // math::ulp_fast(kF16, x) for x >= 0.
-OPGATE_LANES_INLINE D ulp_fast(D x) {
+OPGATE_INLINE D ulp_fast(D x) {
   const D a = select(x > kMax, splat(kMax), x);
   return pow2(quantum_exponent(a));
 }
@@ -89,7 +87,7 @@ struct T {
 };
 
 // round_exact(x, kF16, kNearestEven) for finite v and e.
-OPGATE_LANES_INLINE T round_exact(T x) {
+OPGATE_INLINE T round_exact(T x) {
   const D slack = select(x.e > 0, 4 * std::numeric_limits<double>::epsilon() * (vabs(x.v) + x.e), splat(0.0));
   const D lo = x.v - x.e - slack;
   const D hi = x.v + x.e + slack;
@@ -103,7 +101,7 @@ OPGATE_LANES_INLINE T round_exact(T x) {
 }
 
 // round_bound(x, kF16, ulps) for ulps != 1/2.
-OPGATE_LANES_INLINE T round_bound(T x, double ulps) {
+OPGATE_INLINE T round_bound(T x, double ulps) {
   const D reach = vabs(x.v) + x.e;
   D e = x.e + ulps * ulp_fast(reach);
   e = select(reach >= kMax, splat(kInf), e);
@@ -133,8 +131,7 @@ struct Chunk {
   }
 };
 
-OPGATE_LANES_TARGET int64_t round_exact_f16_lanes(const double* h, const double* e_h, int64_t count, double* v,
-                                                  double* e) {
+OPGATE_INLINE int64_t round_exact_f16_body(const double* h, const double* e_h, int64_t count, double* v, double* e) {
   int64_t scalar = 0;
   for (int64_t first = 0; first < count; first += kChunk) {
     const Chunk c(h, e_h, first, count);
@@ -159,8 +156,8 @@ OPGATE_LANES_TARGET int64_t round_exact_f16_lanes(const double* h, const double*
   return scalar;
 }
 
-OPGATE_LANES_TARGET int64_t activation_bounds_lanes(Activation act, const double* h_in, const double* e_in,
-                                                    int64_t count, Tracked* out) {
+OPGATE_INLINE int64_t activation_bounds_body(Activation act, const double* h_in, const double* e_in, int64_t count,
+                                             Tracked* out) {
   // sigmoid_gate: t = Eval::mul(x, {c, 0}), exp(t) + 1, x / that (moe_ffn_bound.cpp).
   const double c = gate_coefficient(act);
   int64_t scalar = 0;
@@ -213,6 +210,19 @@ OPGATE_LANES_TARGET int64_t activation_bounds_lanes(Activation act, const double
     }
   }
   return scalar;
+}
+
+// The path's entry points: the target attribute only here, where no vector crosses a call (the
+// helpers above are inlined into them and compiled for the path's target; clang rejects a call
+// that passes a vector between functions of different targets).
+OPGATE_LANES_TARGET int64_t round_exact_f16_lanes(const double* h, const double* e_h, int64_t count, double* v,
+                                                  double* e) {
+  return round_exact_f16_body(h, e_h, count, v, e);
+}
+
+OPGATE_LANES_TARGET int64_t activation_bounds_lanes(Activation act, const double* h, const double* e, int64_t count,
+                                                    Tracked* out) {
+  return activation_bounds_body(act, h, e, count, out);
 }
 
 }  // namespace
