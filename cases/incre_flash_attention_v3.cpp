@@ -421,9 +421,7 @@ ComparePlan compare_plan(const Params& p, const RefOutputs& /*ref*/, FillMode /*
   // Ascend's v0.3: two matmuls and a softmax in one kernel, counted as ATB's attention tests count
   // them (calc_times = head_size * max_context_len + 4, test_paged_attention_common.py).
   o.op_class = OpClass::kCvFusion;
-  int64_t longest = 0;
-  for (int64_t l : ref::effective_lengths(p)) longest = std::max(longest, l);
-  o.accumulations = p.head_dim * longest + 4;
+  o.accumulations = p.head_dim * ref::longest_effective_length(p) + 4;
   // An int8 output is quantised through half (§1.4.5): f16(o * s + off) then the int8 rounding, both
   // half away from zero on the per-channel path, so every value within half an fp16 ulp below a
   // tie x.5 lands on it and leaves away from zero, a bias of the documented kernel, not an error.

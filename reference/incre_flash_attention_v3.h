@@ -74,6 +74,8 @@ int64_t kv_capacity(const Params& p);
 int64_t kv_tensor_len(const Params& p, int64_t b);
 // L_b per §1.3: actualSeqLengths absent/empty -> S_b; one value -> broadcast; else asl[b].
 std::vector<int64_t> effective_lengths(const Params& p);
+// max_b L_b (0 for no batch): the length the flash-decode split and the accumulation count use.
+int64_t longest_effective_length(const Params& p);
 
 // Descriptors of the aclnn call as the device receives it (layout shapes, key.<i>/value.<i> for a
 // tensor list, caches for page attention); absent optionals have present = false.

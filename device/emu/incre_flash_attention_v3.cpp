@@ -620,12 +620,6 @@ class Kernel {
   Rounding p_rounding_ = Rounding::kHalfAway;
 };
 
-int64_t max_length(const Params& p) {
-  int64_t max_len = 0;
-  for (int64_t l : ifa::effective_lengths(p)) max_len = std::max(max_len, l);
-  return max_len;
-}
-
 }  // namespace
 
 Template kernel_template(const Params& p) {
@@ -642,7 +636,7 @@ bool runs_cube_view(const Params& p) {
   // B·N2·⌈max L / 2048⌉ > 128, page attention with a BNSD query, KV of the query's dtype or int8
   // (the kernel wants per-channel antiquant; any int8 KV counts here, erring towards reporting).
   if (kernel_template(p) == Template::kAllVector) return false;
-  const int64_t s2_loops = (max_length(p) + 2047) / 2048;
+  const int64_t s2_loops = (ifa::longest_effective_length(p) + 2047) / 2048;
   return ifa::group_size(p) <= 16 && p.head_dim == 128 && p.inner_precise == 1 &&
          p.batch * ifa::kv_heads(p) * s2_loops > 128 && ifa::is_paged(p) && p.input_layout == "BNSD";
 }
@@ -655,7 +649,7 @@ Schedule schedule(const Params& p, const Soc& chip) {
   int64_t tile = antiquant ? (g > 1 ? 1024 : 8192) : (g < 5 ? 8192 : (g < 10 ? 4096 : 2048));
   const bool paged = ifa::is_paged(p);
   if (paged) tile = std::max(p.block_size, tile / p.block_size * p.block_size);
-  const int64_t max_len = max_length(p);
+  const int64_t max_len = ifa::longest_effective_length(p);
   const int64_t bn = p.batch * ifa::kv_heads(p);
   const Template kernel = kernel_template(p);
   int64_t tenths = 0;

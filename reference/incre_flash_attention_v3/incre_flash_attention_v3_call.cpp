@@ -113,6 +113,12 @@ std::vector<int64_t> effective_lengths(const Params& p) {
   return l;
 }
 
+int64_t longest_effective_length(const Params& p) {
+  int64_t longest = 0;
+  for (int64_t l : effective_lengths(p)) longest = std::max(longest, l);
+  return longest;
+}
+
 SpecMap specs(const Params& p) {
   const int64_t n2 = kv_heads(p);
   const int64_t d = p.head_dim;

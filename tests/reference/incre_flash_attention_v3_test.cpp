@@ -172,6 +172,9 @@ TEST(IncreFlashAttentionV3Reference, effective_lengths_follow_section_1_3) {
   EXPECT_EQ(effective_lengths(Builder().batch(2).list({3, 5}).lengths({2}).build().first), (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(effective_lengths(Builder().batch(2).seq(9).lengths({1, 4, 99}).build().first), (std::vector<int64_t>{1, 4}));
   EXPECT_EQ(effective_lengths(Builder().batch(2).seq(9).lengths({}).build().first), (std::vector<int64_t>{9, 9}));
+  // The longest: 5 of {3, 5}; 4 of {1, 4} (the 99 past the batch is not a length).
+  EXPECT_EQ(longest_effective_length(list), 5);
+  EXPECT_EQ(longest_effective_length(Builder().batch(2).seq(9).lengths({1, 4, 99}).build().first), 4);
 }
 
 TEST(IncreFlashAttentionV3Reference, a_saturated_int8_output_is_determined_by_its_side) {
